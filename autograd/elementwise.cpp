@@ -1,0 +1,245 @@
+// Element-wise ops. Each forward is followed by its backward; the comment
+// above each op is the formula pair, forward then backward.
+#include <cmath>
+
+#include "autograd/broadcast.hpp"
+#include "autograd/ops.hpp"
+
+namespace attend {
+
+namespace {
+
+// Forward of a broadcasting binary op: y[i] = f(a[ia], b[ib]).
+template <class F>
+Tensor binary_forward(const char* op, const Tensor& a, const Tensor& b, F f) {
+  check_same_dtype(op, a, b);
+  Tensor y = empty(broadcast_shapes(op, a.shape(), b.shape()), a.dtype());
+  dispatch(a.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const T* pa = a.data<T>();
+    const T* pb = b.data<T>();
+    T* py = y.data<T>();
+    if (a.shape() == b.shape()) {  // the common case, without index arithmetic
+      for (std::int64_t i = 0, n = y.numel(); i < n; ++i) py[i] = f(pa[i], pb[i]);
+    } else {
+      BroadcastIter(y.shape(), a.shape(), b.shape()).run([&](std::int64_t i, std::int64_t ia, std::int64_t ib) {
+        py[i] = f(pa[ia], pb[ib]);
+      });
+    }
+  });
+  return y;
+}
+
+// Backward of a broadcasting binary op: calls g(i, ia, ib) for each output element.
+template <class G>
+void binary_backward(const Shape& y, const Shape& a, const Shape& b, G g) {
+  if (a == b) {
+    for (std::int64_t i = 0, n = y.numel(); i < n; ++i) g(i, i, i);
+  } else {
+    BroadcastIter(y, a, b).run(g);
+  }
+}
+
+// Forward of a unary op: y[i] = f(x[i]).
+template <class F>
+Tensor unary_forward(const char* op, const Tensor& x, F f) {
+  check_defined(op, x);
+  Tensor y = empty_like(x);
+  dispatch(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const T* px = x.data<T>();
+    T* py = y.data<T>();
+    for (std::int64_t i = 0, n = x.numel(); i < n; ++i) py[i] = f(px[i]);
+  });
+  return y;
+}
+
+// Backward of a unary op: dx[i] += g(i) where g reads dy and saved values.
+template <class T, class G>
+void unary_backward(Tensor& dx, G g) {
+  T* pdx = dx.data<T>();
+  for (std::int64_t i = 0, n = dx.numel(); i < n; ++i) pdx[i] += g(i);
+}
+
+}  // namespace
+
+// y = a + b   da += dy;  db += dy   (summed over broadcast axes)
+Tensor add(const Tensor& a, const Tensor& b) {
+  Tensor y = binary_forward("add", a, b, [](auto u, auto v) { return u + v; });
+  record("add", {a, b}, {&y}, [sa = a.shape(), sb = b.shape()](Grads& g) {
+    dispatch(g.dy().dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      const T* dy = g.dy().data<T>();
+      T* da = g.needs(0) ? g.dx(0).data<T>() : nullptr;
+      T* db = g.needs(1) ? g.dx(1).data<T>() : nullptr;
+      binary_backward(g.dy().shape(), sa, sb, [&](std::int64_t i, std::int64_t ia, std::int64_t ib) {
+        if (da) da[ia] += dy[i];
+        if (db) db[ib] += dy[i];
+      });
+    });
+  });
+  return y;
+}
+
+// y = a - b   da += dy;  db -= dy
+Tensor sub(const Tensor& a, const Tensor& b) {
+  Tensor y = binary_forward("sub", a, b, [](auto u, auto v) { return u - v; });
+  record("sub", {a, b}, {&y}, [sa = a.shape(), sb = b.shape()](Grads& g) {
+    dispatch(g.dy().dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      const T* dy = g.dy().data<T>();
+      T* da = g.needs(0) ? g.dx(0).data<T>() : nullptr;
+      T* db = g.needs(1) ? g.dx(1).data<T>() : nullptr;
+      binary_backward(g.dy().shape(), sa, sb, [&](std::int64_t i, std::int64_t ia, std::int64_t ib) {
+        if (da) da[ia] += dy[i];
+        if (db) db[ib] -= dy[i];
+      });
+    });
+  });
+  return y;
+}
+
+// y = a * b   da += dy * b;  db += dy * a
+Tensor mul(const Tensor& a, const Tensor& b) {
+  Tensor y = binary_forward("mul", a, b, [](auto u, auto v) { return u * v; });
+  record("mul", {a, b}, {&y}, [a = a.detach(), b = b.detach()](Grads& g) {
+    dispatch(g.dy().dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      const T* dy = g.dy().data<T>();
+      const T* pa = a.data<T>();
+      const T* pb = b.data<T>();
+      T* da = g.needs(0) ? g.dx(0).data<T>() : nullptr;
+      T* db = g.needs(1) ? g.dx(1).data<T>() : nullptr;
+      binary_backward(g.dy().shape(), a.shape(), b.shape(), [&](std::int64_t i, std::int64_t ia, std::int64_t ib) {
+        if (da) da[ia] += dy[i] * pb[ib];
+        if (db) db[ib] += dy[i] * pa[ia];
+      });
+    });
+  });
+  return y;
+}
+
+// y = a / b   da += dy / b;  db -= dy * a / (b*b)
+Tensor div(const Tensor& a, const Tensor& b) {
+  Tensor y = binary_forward("div", a, b, [](auto u, auto v) { return u / v; });
+  record("div", {a, b}, {&y}, [a = a.detach(), b = b.detach()](Grads& g) {
+    dispatch(g.dy().dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      const T* dy = g.dy().data<T>();
+      const T* pa = a.data<T>();
+      const T* pb = b.data<T>();
+      T* da = g.needs(0) ? g.dx(0).data<T>() : nullptr;
+      T* db = g.needs(1) ? g.dx(1).data<T>() : nullptr;
+      binary_backward(g.dy().shape(), a.shape(), b.shape(), [&](std::int64_t i, std::int64_t ia, std::int64_t ib) {
+        if (da) da[ia] += dy[i] / pb[ib];
+        if (db) db[ib] -= dy[i] * pa[ia] / (pb[ib] * pb[ib]);
+      });
+    });
+  });
+  return y;
+}
+
+// y = -x   dx -= dy
+Tensor neg(const Tensor& x) {
+  Tensor y = unary_forward("neg", x, [](auto v) { return -v; });
+  record("neg", {x}, {&y}, [](Grads& g) {
+    dispatch(g.dy().dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      const T* dy = g.dy().data<T>();
+      unary_backward<T>(g.dx(0), [&](std::int64_t i) { return -dy[i]; });
+    });
+  });
+  return y;
+}
+
+// y = x + s   dx += dy
+Tensor add(const Tensor& x, double s) {
+  Tensor y = unary_forward("add", x, [s](auto v) { return v + static_cast<decltype(v)>(s); });
+  record("add_scalar", {x}, {&y}, [](Grads& g) { g.dx(0).add_(g.dy()); });
+  return y;
+}
+
+// y = x * s   dx += dy * s
+Tensor mul(const Tensor& x, double s) {
+  Tensor y = unary_forward("mul", x, [s](auto v) { return v * static_cast<decltype(v)>(s); });
+  record("mul_scalar", {x}, {&y}, [s](Grads& g) { g.dx(0).add_(g.dy(), s); });
+  return y;
+}
+
+// y = tanh(x)   dx += dy * (1 - y*y)
+Tensor tanh(const Tensor& x) {
+  Tensor y = unary_forward("tanh", x, [](auto v) { return std::tanh(v); });
+  record("tanh", {x}, {&y}, [y = y.detach()](Grads& g) {
+    dispatch(y.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      const T* dy = g.dy().data<T>();
+      const T* py = y.data<T>();
+      unary_backward<T>(g.dx(0), [&](std::int64_t i) { return dy[i] * (T(1) - py[i] * py[i]); });
+    });
+  });
+  return y;
+}
+
+// y = 1 / (1 + exp(-x))   dx += dy * y * (1 - y)
+Tensor sigmoid(const Tensor& x) {
+  Tensor y = unary_forward("sigmoid", x, [](auto v) {
+    using T = decltype(v);
+    // Two branches keep exp() from overflowing for large |x|.
+    if (v >= T(0)) return T(1) / (T(1) + std::exp(-v));
+    T e = std::exp(v);
+    return e / (T(1) + e);
+  });
+  record("sigmoid", {x}, {&y}, [y = y.detach()](Grads& g) {
+    dispatch(y.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      const T* dy = g.dy().data<T>();
+      const T* py = y.data<T>();
+      unary_backward<T>(g.dx(0), [&](std::int64_t i) { return dy[i] * py[i] * (T(1) - py[i]); });
+    });
+  });
+  return y;
+}
+
+// y = max(x, 0)   dx += dy * (x > 0)
+Tensor relu(const Tensor& x) {
+  Tensor y = unary_forward("relu", x, [](auto v) { return v > 0 ? v : decltype(v)(0); });
+  record("relu", {x}, {&y}, [x = x.detach()](Grads& g) {
+    dispatch(x.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      const T* dy = g.dy().data<T>();
+      const T* px = x.data<T>();
+      unary_backward<T>(g.dx(0), [&](std::int64_t i) { return px[i] > T(0) ? dy[i] : T(0); });
+    });
+  });
+  return y;
+}
+
+// y = exp(x)   dx += dy * y
+Tensor exp(const Tensor& x) {
+  Tensor y = unary_forward("exp", x, [](auto v) { return std::exp(v); });
+  record("exp", {x}, {&y}, [y = y.detach()](Grads& g) {
+    dispatch(y.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      const T* dy = g.dy().data<T>();
+      const T* py = y.data<T>();
+      unary_backward<T>(g.dx(0), [&](std::int64_t i) { return dy[i] * py[i]; });
+    });
+  });
+  return y;
+}
+
+// y = log(x)   dx += dy / x
+Tensor log(const Tensor& x) {
+  Tensor y = unary_forward("log", x, [](auto v) { return std::log(v); });
+  record("log", {x}, {&y}, [x = x.detach()](Grads& g) {
+    dispatch(x.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      const T* dy = g.dy().data<T>();
+      const T* px = x.data<T>();
+      unary_backward<T>(g.dx(0), [&](std::int64_t i) { return dy[i] / px[i]; });
+    });
+  });
+  return y;
+}
+
+}  // namespace attend

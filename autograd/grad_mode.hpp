@@ -1,0 +1,54 @@
+#pragma once
+// Switches that apply to the current thread: whether ops are recorded for
+// backward (GradMode, NoGradGuard), and whether every op's outputs and
+// gradients are checked for NaN and infinity (AnomalyMode).
+namespace attend {
+
+struct GradMode {
+  static bool enabled();
+  static void set_enabled(bool enabled);
+};
+
+// Inside its scope no op is recorded: for evaluation, decoding, and optimizer steps.
+class NoGradGuard {
+ public:
+  NoGradGuard() : previous_(GradMode::enabled()) { GradMode::set_enabled(false); }
+  ~NoGradGuard() { GradMode::set_enabled(previous_); }
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// Turns recording on inside its scope, whatever the caller had.
+class EnableGradGuard {
+ public:
+  EnableGradGuard() : previous_(GradMode::enabled()) { GradMode::set_enabled(true); }
+  ~EnableGradGuard() { GradMode::set_enabled(previous_); }
+  EnableGradGuard(const EnableGradGuard&) = delete;
+  EnableGradGuard& operator=(const EnableGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// When on, the first op whose forward output or backward gradient is not finite
+// throws attend::Error naming the op. Slow: for finding where a NaN comes from.
+struct AnomalyMode {
+  static bool enabled();
+  static void set_enabled(bool enabled);
+};
+
+class AnomalyGuard {
+ public:
+  AnomalyGuard() : previous_(AnomalyMode::enabled()) { AnomalyMode::set_enabled(true); }
+  ~AnomalyGuard() { AnomalyMode::set_enabled(previous_); }
+  AnomalyGuard(const AnomalyGuard&) = delete;
+  AnomalyGuard& operator=(const AnomalyGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+}  // namespace attend

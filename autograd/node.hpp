@@ -1,0 +1,129 @@
+#pragma once
+// The recorded graph. Every op that has an input requiring grad creates a Node:
+// the op's name, its inputs (the edges gradients flow back along), and its
+// backward function. The op's outputs point at the Node through grad_fn.
+//
+// Writing an op (see autograd/elementwise.cpp for many):
+//
+//   // y = tanh(x)   dx += dy * (1 - y*y)
+//   Tensor tanh(const Tensor& x) {
+//     Tensor y = ...forward...;
+//     record("tanh", {x}, {y}, [y = y.detach()](Grads& g) {
+//       if (g.needs(0)) { Tensor& dx = g.dx(0); ... dx += dy * (1 - y*y) ... }
+//     });
+//     return y;
+//   }
+//
+// Saved tensors are captured detach()ed: a Node holding its own output with
+// grad_fn set would be a reference cycle.
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "autograd/grad_mode.hpp"
+#include "core/tensor.hpp"
+
+namespace attend {
+
+class Grads;
+
+class Node {
+ public:
+  virtual ~Node() = default;
+  const char* name() const { return name_; }
+
+  // Runs the op's backward: reads the output gradients, accumulates into the inputs'.
+  virtual void apply(Grads& grads) = 0;
+  // Drops the inputs and saved tensors once backward has used them.
+  void release();
+  bool released() const { return released_; }
+
+  const std::vector<Tensor>& inputs() const { return inputs_; }
+  const std::vector<Shape>& output_shapes() const { return output_shapes_; }
+  DType dtype() const { return dtype_; }
+
+ protected:
+  virtual void release_saved() = 0;
+
+ private:
+  friend class Grads;
+  friend struct Engine;
+  friend void record_node(std::shared_ptr<Node>, const char*, std::span<const Tensor>,
+                          std::initializer_list<Tensor*>);
+
+  const char* name_ = "";
+  std::vector<Tensor> inputs_;
+  std::vector<Shape> output_shapes_;
+  DType dtype_ = Float32;
+  std::vector<Tensor> out_grads_;  // filled by the consumers during backward
+  std::uint64_t visit_mark_ = 0;   // used by the engine's topological sort
+  bool released_ = false;
+};
+
+// What a backward function sees: the gradients of the op's outputs (dy) and
+// the gradient slots of its inputs (dx), which it must add to, never assign:
+// an input used by several ops receives the sum of all their contributions.
+class Grads {
+ public:
+  explicit Grads(Node& node) : node_(node) {}
+  const Tensor& dy(int output = 0) const { return node_.out_grads_[output]; }
+  bool needs(int input) const { return node_.inputs_[input].requires_grad(); }
+  Tensor& dx(int input);  // zero-filled on first use
+
+ private:
+  Node& node_;
+};
+
+// A Node whose backward is a lambda; the lambda holds the saved tensors.
+template <class F>
+class FnNode final : public Node {
+ public:
+  explicit FnNode(F&& fn) : fn_(std::move(fn)) {}
+  void apply(Grads& grads) override {
+    if (fn_) (*fn_)(grads);
+  }
+
+ protected:
+  void release_saved() override { fn_.reset(); }
+
+ private:
+  std::optional<F> fn_;
+};
+
+// True when an op on these inputs must be recorded.
+inline bool should_record(std::span<const Tensor> inputs) {
+  if (!GradMode::enabled()) return false;
+  for (const Tensor& t : inputs)
+    if (t.requires_grad()) return true;
+  return false;
+}
+
+// Links outputs to a new node. Checks outputs for NaN/inf under AnomalyMode.
+void record_node(std::shared_ptr<Node> node, const char* name, std::span<const Tensor> inputs,
+                 std::initializer_list<Tensor*> outputs);
+void check_finite_forward(const char* name, std::initializer_list<Tensor*> outputs);
+
+// Records an op whose backward is `fn` if any input requires grad and grad mode is on.
+template <class F>
+void record(const char* name, std::span<const Tensor> inputs, std::initializer_list<Tensor*> outputs, F&& fn) {
+  if (AnomalyMode::enabled()) check_finite_forward(name, outputs);
+  if (!should_record(inputs)) return;
+  record_node(std::make_shared<FnNode<std::decay_t<F>>>(std::forward<F>(fn)), name, inputs, outputs);
+}
+template <class F>
+void record(const char* name, std::initializer_list<Tensor> inputs, std::initializer_list<Tensor*> outputs,
+            F&& fn) {
+  record(name, std::span<const Tensor>(inputs.begin(), inputs.size()), outputs, std::forward<F>(fn));
+}
+template <class F>
+void record(const char* name, const std::vector<Tensor>& inputs, std::initializer_list<Tensor*> outputs, F&& fn) {
+  record(name, std::span<const Tensor>(inputs), outputs, std::forward<F>(fn));
+}
+
+// Gradient of several outputs at once: sum_k <roots[k], grads[k]>.
+void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, bool retain_graph = false);
+
+}  // namespace attend

@@ -1,0 +1,76 @@
+#include "core/shape.hpp"
+
+#include "core/error.hpp"
+
+namespace attend {
+
+Shape::Shape(std::initializer_list<std::int64_t> dims)
+    : Shape(std::span<const std::int64_t>(dims.begin(), dims.size())) {}
+
+Shape::Shape(std::span<const std::int64_t> dims) {
+  if (dims.size() > static_cast<std::size_t>(kMaxRank))
+    fail("Shape: rank {} is larger than the maximum rank {}", dims.size(), kMaxRank);
+  for (std::int64_t d : dims) push_back(d);
+}
+
+void Shape::push_back(std::int64_t dim) {
+  if (rank_ == kMaxRank) fail("Shape: cannot add an axis to {}: the maximum rank is {}", str(), kMaxRank);
+  if (dim < 0) fail("Shape: negative dimension {} in {}", dim, str());
+  dims_[rank_++] = dim;
+}
+
+std::int64_t Shape::numel() const {
+  std::int64_t n = 1;
+  for (int i = 0; i < rank_; ++i) n *= dims_[i];
+  return n;
+}
+
+Shape Shape::with(int axis, std::int64_t dim) const {
+  Shape s = *this;
+  s.dims_[axis] = dim;
+  return s;
+}
+
+Shape Shape::without(int axis) const {
+  Shape s;
+  for (int i = 0; i < rank_; ++i)
+    if (i != axis) s.push_back(dims_[i]);
+  return s;
+}
+
+Shape Shape::inserted(int axis, std::int64_t dim) const {
+  Shape s;
+  for (int i = 0; i <= rank_; ++i) {
+    if (i == axis) s.push_back(dim);
+    if (i < rank_) s.push_back(dims_[i]);
+  }
+  return s;
+}
+
+bool Shape::operator==(const Shape& other) const {
+  if (rank_ != other.rank_) return false;
+  for (int i = 0; i < rank_; ++i)
+    if (dims_[i] != other.dims_[i]) return false;
+  return true;
+}
+
+std::string Shape::str() const { return fmt::format("[{}]", fmt::join(begin(), end(), ", ")); }
+
+int normalize_axis(const char* op, int axis, const Shape& shape) {
+  int rank = shape.rank();
+  if (axis < -rank || axis >= rank)
+    fail("{}: axis {} is out of range for a tensor of shape {}", op, axis, shape);
+  return axis < 0 ? axis + rank : axis;
+}
+
+std::array<std::int64_t, kMaxRank> strides_of(const Shape& shape) {
+  std::array<std::int64_t, kMaxRank> strides{};
+  std::int64_t stride = 1;
+  for (int i = shape.rank() - 1; i >= 0; --i) {
+    strides[i] = stride;
+    stride *= shape[i];
+  }
+  return strides;
+}
+
+}  // namespace attend

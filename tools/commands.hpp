@@ -1,0 +1,10 @@
+#pragma once
+// One function per `attend` subcommand: each adds its subcommand, options and
+// callback to the app. main.cpp calls them in the order they appear in --help.
+#include <CLI/CLI.hpp>
+
+namespace attend::tools {
+
+void add_gradcheck_command(CLI::App& app);
+
+}  // namespace attend::tools

@@ -1,0 +1,23 @@
+// attend: the command line. Each subcommand is defined in tools/cmd_<name>.cpp.
+#include <cstdio>
+
+#include <CLI/CLI.hpp>
+
+#include "core/error.hpp"
+#include "tools/commands.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"attend: sequence-to-sequence models with attention, from scratch, on a CPU"};
+  app.set_version_flag("--version", std::string("attend ") + ATTEND_VERSION);
+  app.require_subcommand(1);
+  attend::tools::add_gradcheck_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const attend::Error& e) {
+    std::fprintf(stderr, "attend: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,12 @@
+#include "tools/op_cases.hpp"
+
+namespace attend::tools {
+
+std::vector<OpCase> op_cases() {
+  std::vector<OpCase> cases;
+  add_elementwise_cases(cases);
+  add_matmul_cases(cases);
+  return cases;
+}
+
+}  // namespace attend::tools

@@ -1,0 +1,25 @@
+#pragma once
+// The catalogue of gradient-check cases behind `attend gradcheck`: every op,
+// several cases each. Each family of ops contributes its cases from its own
+// file (cases_<family>.cpp); op_cases() gathers them.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "autograd/gradcheck.hpp"
+
+namespace attend::tools {
+
+struct OpCase {
+  std::string op;    // "matmul"
+  std::string name;  // "batched (2, 3, 4) @ (2, 4, 5)"
+  std::function<GradcheckReport()> run;
+};
+
+std::vector<OpCase> op_cases();
+
+// One per family, each in tools/cases_<family>.cpp.
+void add_elementwise_cases(std::vector<OpCase>& cases);
+void add_matmul_cases(std::vector<OpCase>& cases);
+
+}  // namespace attend::tools
