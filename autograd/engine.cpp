@@ -28,6 +28,32 @@ void GradMode::set_enabled(bool enabled) { grad_enabled = enabled; }
 bool AnomalyMode::enabled() { return anomaly_enabled; }
 void AnomalyMode::set_enabled(bool enabled) { anomaly_enabled = enabled; }
 
+// A graph that is dropped without a backward (evaluation with grad on, an
+// exception) would otherwise be destroyed recursively, one stack frame chain per
+// node: a long sequence overflows the stack. Nodes that would die with this one
+// are handed to a list and destroyed in a loop instead.
+namespace {
+thread_local bool draining = false;
+thread_local std::vector<std::shared_ptr<Node>> pending;
+}  // namespace
+
+Node::~Node() {
+  for (Tensor& in : inputs_) {
+    const auto& impl = in.impl();
+    if (impl && impl.use_count() == 1 && impl->grad_fn && impl->grad_fn.use_count() == 1)
+      pending.push_back(std::move(impl->grad_fn));
+  }
+  inputs_.clear();
+  if (draining) return;
+  draining = true;
+  while (!pending.empty()) {
+    std::shared_ptr<Node> next = std::move(pending.back());
+    pending.pop_back();
+    next.reset();  // may push its own inputs' nodes
+  }
+  draining = false;
+}
+
 void Node::release() {
   inputs_.clear();
   out_grads_.clear();

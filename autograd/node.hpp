@@ -32,7 +32,7 @@ class Grads;
 
 class Node {
  public:
-  virtual ~Node() = default;
+  virtual ~Node();
   const char* name() const { return name_; }
 
   // Runs the op's backward: reads the output gradients, accumulates into the inputs'.
