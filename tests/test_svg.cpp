@@ -1,0 +1,74 @@
+// tools/svg: line charts and heatmaps are well-formed SVG with the promised parts.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "core/error.hpp"
+#include "tests/xml_check.hpp"
+#include "tools/svg.hpp"
+
+using namespace attend;
+using namespace attend::tools;
+
+TEST_CASE("nice ticks are round numbers covering the range") {
+  CHECK(svg::nice_ticks(0, 100, 5) == std::vector<double>{0, 20, 40, 60, 80, 100});
+  CHECK(svg::nice_ticks(0, 1, 5) == std::vector<double>{0, 0.2, 0.4, 0.6000000000000001, 0.8, 1});
+  std::vector<double> t = svg::nice_ticks(3, 57, 6);
+  CHECK(t.front() == 10);
+  CHECK(t.back() == 50);
+}
+
+TEST_CASE("a line chart has axes, ticks, labels and one series per line") {
+  svg::LineChart chart;
+  chart.title = "BLEU <by> length";
+  chart.x_label = "source length";
+  chart.y_label = "BLEU";
+  chart.series = {{"none", {5, 15, 25}, {80, 60, 20}}, {"additive", {5, 15, 25}, {99, 98, 97}, true, true}};
+  std::string text = svg::line_chart(chart);
+  testing::XmlSummary s = testing::check_xml(text);
+  INFO(s.error);
+  REQUIRE(s.ok);
+  CHECK(s.elements["svg"] == 1);
+  CHECK(s.classes["x-axis"] == 1);
+  CHECK(s.classes["y-axis"] == 1);
+  CHECK(s.classes["x-label"] == 1);
+  CHECK(s.classes["y-label"] == 1);
+  CHECK(s.classes["x-tick"] >= 3);
+  CHECK(s.classes["y-tick"] >= 3);
+  CHECK(s.classes["series"] == 2);
+  CHECK(s.classes["legend"] == 2);
+  CHECK(s.data_names == std::vector<std::string>{"none", "additive"});
+  CHECK(s.elements["polyline"] == 2);
+  CHECK(s.elements["circle"] == 3);  // markers on the second series only
+  CHECK(text.find("BLEU &lt;by&gt; length") != std::string::npos);
+  chart.series[0].y.pop_back();
+  CHECK_THROWS_WITH_AS(svg::line_chart(chart), "svg::line_chart: series 'none' has 3 x and 2 y values", Error);
+}
+
+TEST_CASE("a heatmap has one cell per value, labels and a colour scale") {
+  svg::Heatmap map;
+  map.title = "attention";
+  map.column_labels = {"the", "red", "car"};
+  map.row_labels = {"la", "voiture", "rouge", "</s>"};
+  map.values = {{0.9, 0.05, 0.05}, {0.1, 0.1, 0.8}, {0, 0.95, 0.05}, {0.3, 0.3, 0.4}};
+  std::string text = svg::heatmap(map);
+  testing::XmlSummary s = testing::check_xml(text);
+  INFO(s.error);
+  REQUIRE(s.ok);
+  CHECK(s.classes["cell"] == 12);
+  CHECK(s.classes["column-labels"] == 1);
+  CHECK(s.classes["row-labels"] == 1);
+  CHECK(s.classes["colour-scale"] == 1);
+  CHECK(text.find("&lt;/s&gt;") != std::string::npos);
+  // white at 0, dark blue at 1; diverging: white at 0, red positive, blue negative
+  CHECK(svg::colour(map, 0.0) == "#ffffff");
+  CHECK(svg::colour(map, 1.0) == "#08306b");
+  map.diverging = true;
+  map.lo = -1;
+  map.hi = 1;
+  CHECK(svg::colour(map, 0.0) == "#ffffff");
+  CHECK(svg::colour(map, 1.0) == "#b2182b");
+  CHECK(svg::colour(map, -1.0) == "#2166ac");
+  map.values.pop_back();
+  CHECK_THROWS_WITH_AS(svg::heatmap(map), "svg::heatmap: 3 x 3 values but 4 row and 3 column labels", Error);
+}
