@@ -1,0 +1,150 @@
+// layers/linear: PyTorch's layout and initialisation, hand-computed values and
+// gradients, inputs of any rank, float64 gradchecks w.r.t. input and parameters.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "autograd/autograd.hpp"
+#include "layers/linear.hpp"
+
+using namespace attend;
+using Values = std::vector<double>;
+
+TEST_CASE("Linear: PyTorch's layout, names and initialisation bounds") {
+  Generator gen(3);
+  nn::Linear lin(16, 5, gen);
+  CHECK(lin.weight.shape() == Shape{5, 16});
+  CHECK(lin.bias.shape() == Shape{5});
+  CHECK(lin.weight.dtype() == Float32);
+  CHECK(lin.in_features() == 16);
+  CHECK(lin.out_features() == 5);
+  CHECK(lin.num_parameters() == 5 * 16 + 5);
+  auto named = lin.named_parameters();
+  REQUIRE(named.size() == 2);
+  CHECK(named[0].first == "weight");
+  CHECK(named[1].first == "bias");
+  CHECK(named[0].second.same(lin.weight));
+  CHECK(lin.weight.requires_grad());
+  CHECK(lin.bias.requires_grad());
+  // uniform(-1/sqrt(16), 1/sqrt(16)) = uniform(-0.25, 0.25), for weight and bias alike
+  double lo = 1, hi = -1;
+  for (const Tensor& p : {lin.weight, lin.bias})
+    for (double v : p.to_vector()) {
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+    }
+  CHECK(lo >= -0.25);
+  CHECK(hi < 0.25);
+  CHECK(lo < -0.2);  // 85 draws spread over the whole interval
+  CHECK(hi > 0.2);
+
+  Generator same(3);
+  nn::Linear again(16, 5, same);
+  CHECK(equal(again.weight, lin.weight));  // the generator decides everything
+
+  nn::Linear no_bias(4, 3, false, gen, Float64);
+  CHECK(!no_bias.bias.defined());
+  CHECK(no_bias.weight.dtype() == Float64);
+  CHECK(no_bias.named_parameters().size() == 1);
+  CHECK(no_bias.num_parameters() == 12);
+}
+
+TEST_CASE("Linear: hand-computed forward and backward") {
+  Generator gen(0);
+  nn::Linear lin(3, 2, gen, Float64);
+  lin.weight.copy_(tensor({1, 2, 3, -1, 0, 0.5}, {2, 3}, Float64));
+  lin.bias.copy_(tensor({0.5, -1}, Float64));
+  Tensor x = tensor({1, 0, -1, 2, 1, 0}, {2, 3}, Float64).requires_grad_();
+  Tensor y = lin.forward(x);
+  // y = x @ W^T + b: row 0: [1 - 3 + 0.5, -1 - 0.5 - 1]; row 1: [2 + 2 + 0.5, -2 - 1]
+  CHECK(y.shape() == Shape{2, 2});
+  CHECK(y.to_vector() == Values{-1.5, -2.5, 4.5, -3});
+  // dy = R: dx = R @ W, dW = R^T @ x, db = column sums of R
+  y.backward(tensor({1, 2, 3, -1}, {2, 2}, Float64));
+  CHECK(x.grad().to_vector() == Values{-1, 2, 4, 4, 6, 8.5});
+  CHECK(lin.weight.grad().to_vector() == Values{7, 3, -1, 0, -1, -2});
+  CHECK(lin.bias.grad().to_vector() == Values{4, 1});
+}
+
+TEST_CASE("Linear: without bias") {
+  Generator gen(0);
+  nn::Linear lin(2, 2, false, gen, Float64);
+  lin.weight.copy_(tensor({1, 2, 3, 4}, {2, 2}, Float64));
+  CHECK(lin.forward(tensor({1, -1}, {1, 2}, Float64)).to_vector() == Values{-1, -1});
+}
+
+TEST_CASE("Linear: inputs of rank 1, 3 and 4 act on the last axis") {
+  Generator gen(5);
+  nn::Linear lin(4, 3, gen, Float64);
+  Tensor x = normal({2, 3, 2, 4}, 0, 1, gen, Float64);
+  Tensor y = lin.forward(x);
+  CHECK(y.shape() == Shape{2, 3, 2, 3});
+  // every row against a rank-1 forward, written out: y = W x + b
+  const Values xv = x.to_vector(), yv = y.to_vector(), w = lin.weight.to_vector(), b = lin.bias.to_vector();
+  double worst = 0;
+  for (int r = 0; r < 12; ++r) {
+    Tensor row = tensor({xv[r * 4], xv[r * 4 + 1], xv[r * 4 + 2], xv[r * 4 + 3]}, Float64);
+    Tensor y1 = lin.forward(row);
+    REQUIRE(y1.shape() == Shape{3});
+    for (int o = 0; o < 3; ++o) {
+      double expect = b[o];
+      for (int i = 0; i < 4; ++i) expect += w[o * 4 + i] * xv[r * 4 + i];
+      worst = std::max(worst, std::fabs(yv[r * 3 + o] - expect));
+      worst = std::max(worst, std::fabs(y1.at({o}) - expect));
+    }
+  }
+  CHECK(worst < 1e-14);
+  CHECK(lin.forward(normal({2, 5, 4}, 0, 1, gen, Float64)).shape() == Shape{2, 5, 3});
+}
+
+TEST_CASE("Linear: float64 gradcheck w.r.t. input, weight and bias") {
+  Generator gen(11);
+  nn::Linear lin(5, 3, gen);
+  lin.to(Float64);
+  CHECK(lin.weight.dtype() == Float64);
+  auto fn = [&](const std::vector<Tensor>& in) { return lin.forward(in[0]); };
+  for (Shape shape : {Shape{4, 5}, Shape{2, 3, 5}, Shape{5}}) {
+    Tensor x = normal(shape, 0, 1, gen, Float64).requires_grad_();
+    GradcheckReport report = gradcheck(fn, {x, lin.weight, lin.bias});
+    CHECK_MESSAGE(report.passed, report.str());
+    CHECK(report.inputs.size() == 3);
+  }
+  nn::Linear no_bias(3, 4, false, gen, Float64);
+  Tensor x = normal({2, 3}, 0, 1, gen, Float64).requires_grad_();
+  GradcheckReport report =
+      gradcheck([&](const std::vector<Tensor>& in) { return no_bias.forward(in[0]); }, {x, no_bias.weight});
+  CHECK_MESSAGE(report.passed, report.str());
+}
+
+TEST_CASE("Linear: float32 agrees with float64") {
+  Generator gen(2);
+  nn::Linear lin32(6, 4, gen);
+  Generator same(2);
+  nn::Linear lin64(6, 4, same);
+  lin64.to(Float64);
+  Tensor x = normal({3, 6}, 0, 1, gen, Float64);
+  Tensor x64 = x.clone().requires_grad_(), x32 = x.to(Float32).requires_grad_();
+  Tensor y64 = lin64.forward(x64), y32 = lin32.forward(x32);
+  CHECK(allclose(y32.to(Float64), y64, 1e-5, 1e-6));
+  Tensor r = normal({3, 4}, 0, 1, gen, Float64);
+  y64.backward(r);
+  y32.backward(r.to(Float32));
+  CHECK(allclose(x32.grad().to(Float64), x64.grad(), 1e-5, 1e-6));
+  CHECK(allclose(lin32.weight.grad().to(Float64), lin64.weight.grad(), 1e-5, 1e-6));
+  CHECK(allclose(lin32.bias.grad().to(Float64), lin64.bias.grad(), 1e-5, 1e-6));
+}
+
+TEST_CASE("Linear: errors") {
+  Generator gen(0);
+  CHECK_THROWS_WITH_AS(nn::Linear(0, 3, gen), "Linear: in_features and out_features must be positive, got 0 and 3",
+                       Error);
+  CHECK_THROWS_WITH_AS(nn::Linear(2, -1, gen), "Linear: in_features and out_features must be positive, got 2 and -1",
+                       Error);
+  nn::Linear lin(3, 2, gen);
+  CHECK_THROWS_WITH_AS(lin.forward(zeros({2, 4})),
+                       "linear: input features differ from the weight's: x [2, 4] and weight [2, 3] (expected x (..., 3))",
+                       Error);
+  CHECK_THROWS_WITH_AS(lin.forward(zeros({2, 3}, Float64)), "linear: dtypes differ: float64 and float32 (convert one with .to(dtype))",
+                       Error);
+  CHECK_THROWS_WITH_AS(lin.forward(Tensor()), "Linear: input is an undefined tensor", Error);
+}
