@@ -1,0 +1,118 @@
+// Additive (Bahdanau) attention: the fused step op and the module around it.
+//   e_j = v . tanh(W_k h_j + W_q s + b);  alpha = masked softmax(e);  c = sum_j alpha_j h_j
+#include <cmath>
+
+#include "autograd/ops.hpp"
+#include "layers/attention.hpp"
+#include "layers/attention_detail.hpp"
+
+namespace attend::nn {
+
+// One recorded op: scores, masked softmax and context for every batch row.
+//   q = query_proj (B, A), k = keys (B, S, A), h = values (B, S, Hk), v (A), mask (B, S)
+AttentionOutput additive_attention_step(const Tensor& query_proj, const Tensor& keys, const Tensor& values,
+                                        const Tensor& v, const Tensor& mask) {
+  const char* op = "additive_attention_step";
+  const detail::StepDims d = detail::check_step(op, query_proj, keys, values, mask);
+  check_same_dtype(op, keys, v);
+  if (!(v.shape() == Shape{d.score})) fail("{}: v must be (A) = [{}] to match keys {}, got {}", op, d.score, keys.shape(), v.shape());
+  const std::int64_t B = d.batch, S = d.source, A = d.score, Hk = d.value;
+  Tensor context = empty({B, Hk}, keys.dtype());  // (B, Hk)
+  Tensor weights = empty({B, S}, keys.dtype());   // (B, S)
+  Tensor t = empty({B, S, A}, keys.dtype());      // (B, S, A) tanh(k_j + q), kept for the backward
+  dispatch(keys.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const T *pq = query_proj.data<T>(), *pk = keys.data<T>(), *ph = values.data<T>(), *pv = v.data<T>(),
+            *pm = mask.data<T>();
+    T *pc = context.data<T>(), *pa = weights.data<T>(), *pt = t.data<T>();
+    std::vector<T> e(static_cast<std::size_t>(S));
+    for (std::int64_t b = 0; b < B; ++b) {
+      const T* q = pq + b * A;
+      for (std::int64_t j = 0; j < S; ++j) {
+        if (pm[b * S + j] == T(0)) continue;  // padding: no score, weight 0
+        const T* kj = pk + (b * S + j) * A;
+        T* tj = pt + (b * S + j) * A;
+        T ej = 0;
+        for (std::int64_t a = 0; a < A; ++a) {
+          tj[a] = std::tanh(kj[a] + q[a]);  // t_j = tanh(k_j + q)
+          ej += pv[a] * tj[a];              // e_j = v . t_j
+        }
+        e[j] = ej;
+      }
+      detail::masked_softmax_row(e.data(), pm + b * S, pa + b * S, S);             // alpha = softmax(e)
+      detail::context_row(pa + b * S, ph + b * S * Hk, pc + b * Hk, S, Hk);  // c = sum_j alpha_j h_j
+    }
+  });
+  record("additive_attention", {query_proj, keys, values, v}, {&context, &weights},
+         [t, alpha = weights.detach(), h = values.detach(), v = v.detach(), mask = mask.detach(), d](Grads& g) {
+           const std::int64_t B = d.batch, S = d.source, A = d.score, Hk = d.value;
+           dispatch(t.dtype(), [&](auto zero) {
+             using T = decltype(zero);
+             const T *dc = g.dy(0).data<T>(), *dalpha = g.dy(1).data<T>();
+             const T *pt = t.data<T>(), *pa = alpha.data<T>(), *ph = h.data<T>(), *pv = v.data<T>(),
+                     *pm = mask.data<T>();
+             T* dq = g.needs(0) ? g.dx(0).data<T>() : nullptr;  // (B, A)
+             T* dk = g.needs(1) ? g.dx(1).data<T>() : nullptr;  // (B, S, A)
+             T* dh = g.needs(2) ? g.dx(2).data<T>() : nullptr;  // (B, S, Hk)
+             T* dv = g.needs(3) ? g.dx(3).data<T>() : nullptr;  // (A)
+             std::vector<T> de(static_cast<std::size_t>(S));
+             for (std::int64_t b = 0; b < B; ++b) {
+               // forward: c = sum_j alpha_j h_j, alpha = masked softmax(e)
+               //   dalpha_j = dalpha_out_j + dc . h_j;  dh_j += alpha_j dc;
+               //   de_j = alpha_j (dalpha_j - sum_k alpha_k dalpha_k), 0 at padding
+               detail::context_softmax_backward_row(pa + b * S, pm + b * S, ph + b * S * Hk, dc + b * Hk,
+                                                    dalpha + b * S, dh ? dh + b * S * Hk : nullptr, de.data(), S, Hk);
+               for (std::int64_t j = 0; j < S; ++j) {
+                 if (pm[b * S + j] == T(0)) continue;  // de_j = 0: nothing flows to padding
+                 const T* tj = pt + (b * S + j) * A;
+                 for (std::int64_t a = 0; a < A; ++a) {
+                   // forward: e_j = v . t_j            dv += de_j t_j;  dt_j = de_j v
+                   if (dv) dv[a] += de[j] * tj[a];
+                   // forward: t_j = tanh(k_j + q)      dk_j += dt_j (1 - t_j^2);  dq += dt_j (1 - t_j^2)
+                   const T dpre = de[j] * pv[a] * (T(1) - tj[a] * tj[a]);
+                   if (dk) dk[(b * S + j) * A + a] += dpre;
+                   if (dq) dq[b * A + a] += dpre;
+                 }
+               }
+             }
+           });
+         });
+  return {context, weights};
+}
+
+AdditiveAttention::AdditiveAttention(std::int64_t query_size, std::int64_t key_size, Generator& gen,
+                                     std::int64_t attention_size, DType dtype)
+    : query_size_(query_size), key_size_(key_size), attention_size_(attention_size == 0 ? query_size : attention_size) {
+  if (query_size <= 0 || key_size <= 0 || attention_size_ <= 0)
+    fail("AdditiveAttention: sizes must be positive, got query_size {}, key_size {}, attention_size {}", query_size,
+         key_size, attention_size);
+  const std::int64_t A = attention_size_;
+  W_k = detail::init_uniform({A, key_size}, key_size, gen, dtype);
+  W_q = detail::init_uniform({A, query_size}, query_size, gen, dtype);
+  b = detail::init_uniform({A}, query_size, gen, dtype);
+  v = detail::init_uniform({A}, A, gen, dtype);
+  register_parameter("W_k", W_k);
+  register_parameter("W_q", W_q);
+  register_parameter("b", b);
+  register_parameter("v", v);
+}
+
+// keys = h W_k^T: (B, S, Hk) -> (B, S, A), one GEMM over the B*S rows, recorded.
+AttentionKeys AdditiveAttention::precompute(const Tensor& encoder_states, const Tensor& mask) const {
+  const char* op = "AdditiveAttention.precompute";
+  Tensor m = detail::check_encoder_side(op, encoder_states, mask, key_size_, W_k);
+  return {linear(encoder_states, W_k), encoder_states, m};
+}
+
+// q = W_q s + b (one small GEMM), then the fused op.
+AttentionOutput AdditiveAttention::step(const Tensor& query, const AttentionKeys& keys) const {
+  detail::check_query_side("AdditiveAttention.step", query, keys, query_size_);
+  return additive_attention_step(linear(query, W_q, b), keys.keys, keys.values, v, keys.mask);
+}
+
+AttentionOutput AdditiveAttention::forward(const Tensor& query, const Tensor& encoder_states,
+                                           const Tensor& mask) const {
+  return step(query, precompute(encoder_states, mask));
+}
+
+}  // namespace attend::nn
