@@ -6,6 +6,8 @@ std::vector<OpCase> op_cases() {
   std::vector<OpCase> cases;
   add_elementwise_cases(cases);
   add_matmul_cases(cases);
+  add_softmax_cases(cases);
+  add_loss_cases(cases);
   return cases;
 }
 

@@ -21,5 +21,7 @@ std::vector<OpCase> op_cases();
 // One per family, each in tools/cases_<family>.cpp.
 void add_elementwise_cases(std::vector<OpCase>& cases);
 void add_matmul_cases(std::vector<OpCase>& cases);
+void add_softmax_cases(std::vector<OpCase>& cases);  // cases_softmax.cpp
+void add_loss_cases(std::vector<OpCase>& cases);     // cases_softmax.cpp: cross_entropy, dropout
 
 }  // namespace attend::tools
