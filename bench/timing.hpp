@@ -1,0 +1,21 @@
+#pragma once
+// Timing helpers shared by the benchmarks: a wall clock and the median, which
+// ignores the odd slow run (another process, a page fault) that a mean would not.
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <vector>
+
+namespace attend::bench {
+
+inline double now_ns() {
+  return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace attend::bench
