@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# tools/run.sh: set-up, build and run in one command. On a fresh Debian 12
+# machine, as root, it first installs the Debian packages that are missing.
+#
+#   tools/run.sh demo    build the release preset and run the main job (DEMO below)
+#   tools/run.sh test    build and run every test: release preset, then sanitize preset
+#   tools/run.sh bench   build the release preset and run the benchmarks in bench/
+#
+# Builds go to build/release and build/sanitize (CMakePresets.json) and are
+# incremental. Safe without a terminal (CI): it never reads stdin or prompts.
+set -euo pipefail
+
+# The main job: what `tools/run.sh demo` runs, from the repository root.
+DEMO=(build/release/tools/attend gradcheck)
+
+# Everything the build and the tests need, as Debian 12 packages.
+PACKAGES=(cmake g++ make libopenblas-dev doctest-dev libfmt-dev libcli11-dev nlohmann-json3-dev)
+
+# The sanitizer run stops at the first error, with a stack trace. Leak checking
+# works here; set ASAN_OPTIONS=detect_leaks=0 where it cannot (under ptrace).
+SANITIZER_ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:print_stacktrace=1:strict_init_order=1:check_initialization_order=1:detect_stack_use_after_return=1"
+SANITIZER_UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
+
+JOBS="$(nproc)"
+
+say() { printf '\n==> %s\n' "$*"; }
+die() {
+  printf 'tools/run.sh: error: %s\n' "$*" >&2
+  exit 1
+}
+
+# The names in PACKAGES that dpkg does not list as installed, one a line.
+missing_packages() {
+  local package status
+  for package in "${PACKAGES[@]}"; do
+    status="$(dpkg-query -W -f='${db:Status-Status}' "$package" 2>/dev/null || true)"
+    if [[ "$status" != installed ]]; then
+      echo "$package"
+    fi
+  done
+}
+
+# Installs the missing packages; apt-get runs only when something is missing.
+install_packages() {
+  if ! command -v dpkg-query >/dev/null; then
+    say "not a Debian system (no dpkg-query): make sure the equivalents of these are installed: ${PACKAGES[*]}"
+    return
+  fi
+  local missing
+  mapfile -t missing < <(missing_packages)
+  if [[ ${#missing[@]} -eq 0 ]]; then
+    return
+  fi
+  if [[ "$(id -u)" -ne 0 ]]; then
+    die "these Debian packages are missing: ${missing[*]}
+Run tools/run.sh as root to install them, or install them first:
+  sudo apt-get update && sudo apt-get install -y --no-install-recommends ${missing[*]}"
+  fi
+  say "installing the missing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update </dev/null
+  apt-get install -y --no-install-recommends "${missing[@]}" </dev/null
+}
+
+# Configures (cheap when nothing changed; applies the preset's settings) and
+# builds one preset of CMakePresets.json.
+build() {
+  local preset="$1"
+  say "configure and build: preset $preset"
+  cmake --preset "$preset" --log-level=WARNING </dev/null
+  cmake --build --preset "$preset" -j"$JOBS" </dev/null
+}
+
+run_tests() {
+  local preset="$1"
+  say "test: preset $preset"
+  ctest --preset "$preset" -j"$JOBS" --output-on-failure --no-tests=error </dev/null
+}
+
+cmd_demo() {
+  build release
+  say "${DEMO[*]}"
+  "${DEMO[@]}" </dev/null
+}
+
+cmd_test() {
+  local start=$SECONDS
+  build release
+  run_tests release
+  build sanitize
+  export ASAN_OPTIONS="${ASAN_OPTIONS:-$SANITIZER_ASAN_OPTIONS}"
+  export UBSAN_OPTIONS="${UBSAN_OPTIONS:-$SANITIZER_UBSAN_OPTIONS}"
+  run_tests sanitize
+  say "all tests passed, release and sanitize builds ($((SECONDS - start)) s)"
+}
+
+# Every bench/<name>.cpp is built as build/release/bench/bench_<name>.
+cmd_bench() {
+  build release
+  say "benchmarks on $(nproc) CPUs ($(lscpu 2>/dev/null | sed -n 's/^Model name: *//p')), OpenBLAS $(dpkg-query -W -f='${Version}' libopenblas0 2>/dev/null || echo '?')"
+  local source name
+  for source in bench/*.cpp; do
+    name="bench_$(basename "$source" .cpp)"
+    say "$name"
+    "build/release/bench/$name" </dev/null
+  done
+}
+
+usage() {
+  sed -n '2,10s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+  exit 2
+}
+
+main() {
+  if [[ $# -ne 1 ]]; then usage; fi
+  case "$1" in
+    demo | test | bench) ;;
+    *) usage ;;
+  esac
+  cd "$(dirname "${BASH_SOURCE[0]}")/.."  # the repository root
+  # Not `install_packages && ...`: bash ignores set -e inside a function called so.
+  install_packages
+  "cmd_$1"
+}
+
+main "$@"
