@@ -1,0 +1,133 @@
+#include "core/file_io.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <filesystem>
+#include <system_error>
+
+#include "core/error.hpp"
+
+namespace attend {
+namespace {
+
+std::string reason(int err) { return std::error_code(err, std::generic_category()).message(); }
+
+// Writes all of bytes, retrying after short writes and signals.
+void write_all(int fd, std::string_view bytes, const std::string& tmp) {
+  while (!bytes.empty()) {
+    ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail("write_file_atomic: {}: cannot write: {}", tmp, reason(errno));
+    }
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
+}
+
+// The temporary file until it has been renamed: closed and removed on any
+// failure, so an exception leaves nothing behind.
+struct PendingFile {
+  std::string path;
+  int fd = -1;
+  bool committed = false;
+  ~PendingFile() {
+    if (fd >= 0) ::close(fd);
+    if (!committed) ::unlink(path.c_str());
+  }
+};
+
+// Makes the rename itself durable. Some file systems cannot sync a directory
+// (EINVAL); there the rename is as durable as they allow.
+void sync_directory(const std::string& path) {
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  const std::filesystem::path dir = parent.empty() ? std::filesystem::path(".") : parent;
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) fail("write_file_atomic: {}: cannot open its directory to sync it: {}", path, reason(errno));
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  if (rc != 0 && err != EINVAL) fail("write_file_atomic: {}: cannot sync its directory: {}", path, reason(err));
+}
+
+}  // namespace
+
+std::string read_file(const std::string& path) {
+  InputFile file(path, "read_file");
+  std::string bytes(static_cast<std::size_t>(file.size()), '\0');
+  file.read_at(0, bytes.data(), bytes.size());
+  return bytes;
+}
+
+void write_file_atomic(const std::string& path, std::string_view bytes) {
+  write_file_atomic(path, [bytes](const ByteSink& sink) { sink(bytes); });
+}
+
+void write_file_atomic(const std::string& path, const std::function<void(const ByteSink& sink)>& produce) {
+  if (path.empty()) fail("write_file_atomic: the path is empty");
+  // A unique name beside the target (rename only works within one file system).
+  static std::atomic<unsigned> counter{0};
+  PendingFile tmp;
+  for (int attempt = 0; tmp.fd < 0; ++attempt) {
+    tmp.path = fmt::format("{}.tmp-{}-{}", path, ::getpid(), counter++);
+    tmp.fd = ::open(tmp.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (tmp.fd < 0 && (errno != EEXIST || attempt == 100)) {
+      int err = errno;
+      tmp.committed = true;  // nothing was created
+      fail("write_file_atomic: {}: cannot create a temporary file beside it: {}", path, reason(err));
+    }
+  }
+  produce([&](std::string_view bytes) { write_all(tmp.fd, bytes, tmp.path); });
+  if (::fsync(tmp.fd) != 0) fail("write_file_atomic: {}: cannot sync: {}", tmp.path, reason(errno));
+  int rc = ::close(tmp.fd);
+  tmp.fd = -1;
+  if (rc != 0) fail("write_file_atomic: {}: cannot close: {}", tmp.path, reason(errno));
+  if (::rename(tmp.path.c_str(), path.c_str()) != 0)
+    fail("write_file_atomic: {}: cannot rename {} over it: {}", path, tmp.path, reason(errno));
+  tmp.committed = true;
+  sync_directory(path);
+}
+
+InputFile::InputFile(const std::string& path, std::string op) : path_(path), op_(std::move(op)) {
+  do {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  } while (fd_ < 0 && errno == EINTR);
+  if (fd_ < 0) fail("{}: {}: cannot open: {}", op_, path_, reason(errno));
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) {
+    int err = errno;
+    ::close(fd_);
+    fail("{}: {}: cannot stat: {}", op_, path_, reason(err));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd_);
+    fail("{}: {}: not a regular file", op_, path_);
+  }
+  size_ = static_cast<std::uint64_t>(st.st_size);
+}
+
+InputFile::~InputFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void InputFile::read_at(std::uint64_t offset, void* dst, std::size_t n) const {
+  if (offset > size_ || n > size_ - offset)
+    fail("{}: {}: cannot read {} bytes at offset {}: the file has {} bytes", op_, path_, n, offset, size_);
+  auto* out = static_cast<char*>(dst);
+  while (n > 0) {
+    ssize_t got = ::pread(fd_, out, n, static_cast<off_t>(offset));
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      fail("{}: {}: cannot read: {}", op_, path_, reason(errno));
+    }
+    if (got == 0) fail("{}: {}: the file ended at byte {} while reading (did it shrink?)", op_, path_, offset);
+    out += got;
+    offset += static_cast<std::uint64_t>(got);
+    n -= static_cast<std::size_t>(got);
+  }
+}
+
+}  // namespace attend

@@ -1,0 +1,50 @@
+#pragma once
+// Reading and writing whole files with errors that name the file and the reason.
+//
+// write_file_atomic never leaves a half-written file behind: it writes a
+// temporary file in the same directory, fsyncs it, renames it over the target
+// and fsyncs the directory. A crash, a kill or an exception during the write
+// leaves the previous file (if any) whole; the rename is the commit point.
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+namespace attend {
+
+// The whole file as bytes. Throws attend::Error "read_file: PATH: cannot open: No such file or directory".
+std::string read_file(const std::string& path);
+
+// Replaces the file at path with bytes, atomically (see above).
+void write_file_atomic(const std::string& path, std::string_view bytes);
+
+// Streaming variant for large files: produce(sink) calls sink(bytes) any number
+// of times. If produce throws, the temporary file is removed, the target is left
+// as it was and the exception propagates.
+using ByteSink = std::function<void(std::string_view bytes)>;
+void write_file_atomic(const std::string& path, const std::function<void(const ByteSink& sink)>& produce);
+
+// A regular file open for reading at arbitrary offsets (readers that validate a
+// header before reading the rest, such as load_safetensors). Errors start with
+// "OP: PATH: ", op naming the caller.
+class InputFile {
+ public:
+  InputFile(const std::string& path, std::string op);
+  ~InputFile();
+  InputFile(const InputFile&) = delete;
+  InputFile& operator=(const InputFile&) = delete;
+
+  const std::string& path() const { return path_; }
+  std::uint64_t size() const { return size_; }
+  // Reads exactly n bytes at offset into dst; throws if the file has fewer.
+  void read_at(std::uint64_t offset, void* dst, std::size_t n) const;
+
+ private:
+  std::string path_;
+  std::string op_;
+  int fd_ = -1;
+  std::uint64_t size_ = 0;
+};
+
+}  // namespace attend
