@@ -8,6 +8,8 @@ std::vector<OpCase> op_cases() {
   add_matmul_cases(cases);
   add_softmax_cases(cases);
   add_loss_cases(cases);
+  add_shape_cases(cases);
+  add_reduction_cases(cases);
   return cases;
 }
 

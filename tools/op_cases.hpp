@@ -23,5 +23,7 @@ void add_elementwise_cases(std::vector<OpCase>& cases);
 void add_matmul_cases(std::vector<OpCase>& cases);
 void add_softmax_cases(std::vector<OpCase>& cases);  // cases_softmax.cpp
 void add_loss_cases(std::vector<OpCase>& cases);     // cases_softmax.cpp: cross_entropy, dropout
+void add_shape_cases(std::vector<OpCase>& cases);      // cases_shape.cpp: transpose ... index_select
+void add_reduction_cases(std::vector<OpCase>& cases);  // cases_shape.cpp: sum, mean
 
 }  // namespace attend::tools
