@@ -1,0 +1,7 @@
+#pragma once
+// Everything in layers/.
+#include "layers/dropout.hpp"
+#include "layers/embedding.hpp"
+#include "layers/linear.hpp"
+#include "layers/module.hpp"
+#include "layers/serialize.hpp"
