@@ -1,0 +1,91 @@
+#pragma once
+// LSTMCell: one step of a long short-term memory (Hochreiter & Schmidhuber 1997,
+// with the forget gate of Gers et al. 2000), in PyTorch's layout, so that the
+// weights of a torch.nn.LSTMCell load unchanged:
+//
+//   a = x @ W_ih^T + b_ih + h_prev @ W_hh^T + b_hh        (B, 4H), gates [i | f | g | o]
+//   i = σ(a_i)   f = σ(a_f)   g = tanh(a_g)   o = σ(a_o)   (B, H) each
+//   c = f * c_prev + i * g
+//   h = o * tanh(c)
+//
+//   attend::Generator gen(0);
+//   attend::nn::LSTMCell cell(32, 64, gen);    // I = 32, H = 64
+//   auto [h, c] = cell.forward(x);             // x (B, 32), state zeros -> h, c (B, 64)
+//   auto [h2, c2] = cell.forward(x2, {h, c});
+//
+// lstm_cell() is the step as ONE recorded op with the two outputs h and c: two
+// GEMMs, then the gate math of lstm_kernels.cpp, whose backward lines sit under
+// the forward lines they undo. lstm_cell_composed() is the same step built from
+// primitive ops (linear, slice, sigmoid, tanh, mul, add): the oracle the tests
+// hold the fused op to.
+#include <cstdint>
+
+#include "core/random.hpp"
+#include "core/tensor.hpp"
+#include "layers/module.hpp"
+
+namespace attend::nn {
+
+// The state an LSTM carries from step to step: hidden h and cell c.
+struct LSTMState {
+  Tensor h;
+  Tensor c;
+};
+
+// The four parameters of one LSTM cell, PyTorch's names and layout.
+struct LSTMWeights {
+  Tensor weight_ih;  // (4H, I): rows [W_ii | W_if | W_ig | W_io]
+  Tensor weight_hh;  // (4H, H)
+  Tensor bias_ih;    // (4H)
+  Tensor bias_hh;    // (4H)
+};
+
+// One step: x (B, I), state.h and state.c (B, H) -> h, c (B, H). Recorded as the
+// single op "lstm_cell" with outputs (h, c). Every argument must be defined.
+LSTMState lstm_cell(const Tensor& x, const LSTMState& state, const LSTMWeights& w);
+// The same step from primitive ops, recorded op by op: the oracle.
+LSTMState lstm_cell_composed(const Tensor& x, const LSTMState& state, const LSTMWeights& w);
+
+struct LSTMCellOptions {
+  // Start with the forget gate open: σ(1) ≈ 0.73 of the cell is kept instead of
+  // σ(0) = 0.5 (Jozefowicz et al. 2015). The bias of f is split over the two
+  // bias vectors as bias_ih[H:2H] = 1 and bias_hh[H:2H] = 0, so b_ih + b_hh = 1
+  // exactly for every f unit; the other slices keep their uniform draw.
+  bool forget_bias_one = false;
+  DType dtype = Float32;
+};
+
+class LSTMCell : public Module {
+ public:
+  // Every parameter uniform in [-1/sqrt(H), 1/sqrt(H)], drawn in the order
+  // weight_ih, weight_hh, bias_ih, bias_hh (PyTorch's initialisation).
+  LSTMCell(std::int64_t input_size, std::int64_t hidden_size, Generator& gen, LSTMCellOptions options = {});
+
+  // x (B, I); state (B, H) each, or undefined for zeros -> (h, c) (B, H) each.
+  LSTMState forward(const Tensor& x, const LSTMState& state = {}) const;
+  // The oracle: the same step from primitive ops.
+  LSTMState forward_composed(const Tensor& x, const LSTMState& state = {}) const;
+
+  std::int64_t input_size() const { return input_size_; }
+  std::int64_t hidden_size() const { return hidden_size_; }
+  const LSTMWeights& weights() const { return w_; }
+
+ private:
+  LSTMState initial_state(const Tensor& x, const LSTMState& state) const;
+  std::int64_t input_size_, hidden_size_;
+  LSTMWeights w_;  // registered as weight_ih, weight_hh, bias_ih, bias_hh
+};
+
+// Shared by LSTMCell and LSTM: PyTorch's uniform initialisation of one cell's
+// four parameters, with the forget-gate split described in LSTMCellOptions.
+LSTMWeights init_lstm_weights(std::int64_t input_size, std::int64_t hidden_size, Generator& gen,
+                              bool forget_bias_one, DType dtype);
+
+// Checks that the four weights are defined, of one dtype, and shaped (4H, I),
+// (4H, H), (4H), (4H); returns I and H. Errors name `op`.
+struct LSTMSizes {
+  std::int64_t input, hidden;
+};
+LSTMSizes check_lstm_weights(const char* op, const LSTMWeights& w);
+
+}  // namespace attend::nn

@@ -1,0 +1,217 @@
+// layers/lstm_cell: the fused LSTM step against hand-computed numbers, against
+// the same step from primitive ops, against finite differences and against PyTorch.
+#include <doctest/doctest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "autograd/autograd.hpp"
+#include "core/core.hpp"
+#include "core/safetensors.hpp"
+#include "layers/lstm_cell.hpp"
+
+using namespace attend;
+using namespace attend::nn;
+
+namespace {
+
+// Values of fn's outputs and the gradients of `leaves` for L = sum_k sum(y_k * upstream_k).
+struct Run {
+  std::vector<Tensor> values, grads;
+};
+
+Run run_with_grads(const std::function<std::vector<Tensor>()>& fn, const std::vector<Tensor>& leaves,
+                   const std::vector<Tensor>& upstream) {
+  for (Tensor t : leaves) t.zero_grad();
+  std::vector<Tensor> ys = fn();
+  backward(ys, upstream);
+  Run r;
+  for (const Tensor& y : ys) r.values.push_back(y.detach());
+  for (const Tensor& t : leaves) r.grads.push_back(t.grad().defined() ? t.grad().clone() : zeros_like(t));
+  return r;
+}
+
+void check_close(const std::vector<Tensor>& a, const std::vector<Tensor>& b, double tol, const char* what) {
+  REQUIRE(a.size() == b.size());
+  for (std::size_t k = 0; k < a.size(); ++k) {
+    INFO(what, " ", k, ": max |diff| = ", max_abs_diff(a[k], b[k]));
+    REQUIRE(a[k].shape() == b[k].shape());
+    CHECK(max_abs_diff(a[k], b[k]) <= tol);
+  }
+}
+
+// The tiny cell worked out by hand below: I = H = 1.
+LSTMWeights tiny_weights(DType dtype) {
+  return {tensor({1, -1, 0.5, 2}, {4, 1}, dtype), tensor({-2, 2, 1, -4}, {4, 1}, dtype),
+          tensor({0.5, 0, 0, 0}, {4}, dtype), tensor({-0.5, 0, 0, 0}, {4}, dtype)};
+}
+
+}  // namespace
+
+// x = 1, h_prev = 0.5, c_prev = 2, W_ih = [1, -1, 0.5, 2], W_hh = [-2, 2, 1, -4],
+// b_ih = [0.5, 0, 0, 0], b_hh = [-0.5, 0, 0, 0]:
+//   a = x W_ih + h_prev W_hh + b_ih + b_hh = [1 - 1 + 0.5 - 0.5, -1 + 1, 0.5 + 0.5, 2 - 2] = [0, 0, 1, 0]
+//   i = f = o = σ(0) = 0.5,  g = tanh(1) = 0.7615941559557649
+//   c = f c_prev + i g = 1 + 0.5 * 0.7615941559557649 = 1.3807970779778824
+//   h = o tanh(c) = 0.5 * 0.8811296283442258 = 0.4405648141721129
+// With L = h + c (dh = dc = 1):
+//   dc_total = dc + dh o (1 - tanh²c) = 1 + 0.5 * (1 - 0.776389...) = 1.1118052890269832
+//   da_i = dc_total g i(1-i) = 0.21168610267091512     da_f = dc_total c_prev f(1-f) = 0.5559026445134916
+//   da_g = dc_total i (1-g²) = 0.23346484713104965     da_o = dh tanh(c) o(1-o) = 0.22028240708605645
+//   dx = da · W_ih = 0.2130806958950613,  dh_prev = da · W_hh = 0.040768302471976714
+//   dc_prev = dc_total f = 0.5559026445134916,  dW_ih = da x,  dW_hh = da h_prev,  db_ih = db_hh = da
+TEST_CASE("lstm_cell: a tiny cell worked out by hand") {
+  for (DType dtype : {Float64, Float32}) {
+    const double tol = dtype == Float64 ? 1e-14 : 2e-7;
+    LSTMWeights w = tiny_weights(dtype);
+    for (Tensor* p : {&w.weight_ih, &w.weight_hh, &w.bias_ih, &w.bias_hh}) p->requires_grad_();
+    Tensor x = tensor({1}, {1, 1}, dtype).requires_grad_();
+    Tensor h0 = tensor({0.5}, {1, 1}, dtype).requires_grad_();
+    Tensor c0 = tensor({2}, {1, 1}, dtype).requires_grad_();
+    LSTMState s = lstm_cell(x, {h0, c0}, w);
+    CHECK(s.h.item() == doctest::Approx(0.4405648141721129).epsilon(tol));
+    CHECK(s.c.item() == doctest::Approx(1.3807970779778824).epsilon(tol));
+    backward({s.h, s.c}, {ones({1, 1}, dtype), ones({1, 1}, dtype)});
+    CHECK(x.grad().item() == doctest::Approx(0.2130806958950613).epsilon(tol));
+    CHECK(h0.grad().item() == doctest::Approx(0.040768302471976714).epsilon(tol));
+    CHECK(c0.grad().item() == doctest::Approx(0.5559026445134916).epsilon(tol));
+    const std::vector<double> da{0.21168610267091512, 0.5559026445134916, 0.23346484713104965, 0.22028240708605645};
+    for (std::int64_t k = 0; k < 4; ++k) {
+      CHECK(w.weight_ih.grad().at({k, 0}) == doctest::Approx(da[k]).epsilon(tol));
+      CHECK(w.weight_hh.grad().at({k, 0}) == doctest::Approx(0.5 * da[k]).epsilon(tol));
+      CHECK(w.bias_ih.grad().at({k}) == doctest::Approx(da[k]).epsilon(tol));
+      CHECK(w.bias_hh.grad().at({k}) == doctest::Approx(da[k]).epsilon(tol));
+    }
+  }
+}
+
+// A second step from the state above, x = -1:
+//   a = [-1 + 0.5 h1 (-2) + 0, 1 + 2 h1, -0.5 + h1, -2 - 4 h1] with h1 = 0.4405648141721129
+//     = [-1.8811296283442258, 1.8811296283442258, -0.059435185827887094, -3.7622592566884516]
+//   c2 = σ(a_f) c1 + σ(a_i) tanh(a_g) = 1.1903223887495353,  h2 = σ(a_o) tanh(c2) = 0.018859532979467162
+TEST_CASE("LSTMCell: two steps carry the state") {
+  Generator gen(1);
+  LSTMCell cell(1, 1, gen, {.dtype = Float64});
+  cell.load_state_dict({{"weight_ih", tiny_weights(Float64).weight_ih}, {"weight_hh", tiny_weights(Float64).weight_hh},
+                        {"bias_ih", tiny_weights(Float64).bias_ih}, {"bias_hh", tiny_weights(Float64).bias_hh}});
+  LSTMState s1 = cell.forward(tensor({1}, {1, 1}, Float64), {tensor({0.5}, {1, 1}, Float64), tensor({2}, {1, 1}, Float64)});
+  LSTMState s2 = cell.forward(tensor({-1}, {1, 1}, Float64), s1);
+  CHECK(s2.c.item() == doctest::Approx(1.1903223887495353).epsilon(1e-14));
+  CHECK(s2.h.item() == doctest::Approx(0.018859532979467162).epsilon(1e-14));
+}
+
+TEST_CASE("lstm_cell: fused equals composed, values and every gradient") {
+  Generator gen(3);
+  const std::int64_t B = 3, I = 4, H = 5;
+  for (DType dtype : {Float64, Float32}) {
+    const double tol = dtype == Float64 ? 1e-13 : 1e-5;
+    LSTMCell cell(I, H, gen, {.dtype = dtype});
+    Tensor x = normal({B, I}, 0, 1, gen, dtype).requires_grad_();
+    Tensor h0 = normal({B, H}, 0, 1, gen, dtype).requires_grad_();
+    Tensor c0 = normal({B, H}, 0, 1, gen, dtype).requires_grad_();
+    std::vector<Tensor> leaves{x, h0, c0};
+    for (const Tensor& p : cell.parameters()) leaves.push_back(p);
+    std::vector<Tensor> upstream{normal({B, H}, 0, 1, gen, dtype), normal({B, H}, 0, 1, gen, dtype)};
+    Run fused = run_with_grads([&] { auto s = cell.forward(x, {h0, c0}); return std::vector<Tensor>{s.h, s.c}; },
+                               leaves, upstream);
+    Run composed = run_with_grads(
+        [&] { auto s = cell.forward_composed(x, {h0, c0}); return std::vector<Tensor>{s.h, s.c}; }, leaves, upstream);
+    check_close(fused.values, composed.values, tol, "output");
+    check_close(fused.grads, composed.grads, tol, "gradient of leaf");
+  }
+}
+
+TEST_CASE("lstm_cell: gradcheck w.r.t. x, h, c and the four parameters") {
+  Generator gen(4);
+  LSTMCell cell(3, 4, gen, {.forget_bias_one = true});
+  cell.to(Float64);
+  std::vector<Tensor> inputs{normal({2, 3}, 0, 1, gen, Float64).requires_grad_(),
+                             normal({2, 4}, 0, 1, gen, Float64).requires_grad_(),
+                             normal({2, 4}, 0, 1, gen, Float64).requires_grad_()};
+  for (const Tensor& p : cell.parameters()) inputs.push_back(p);
+  for (bool fused : {true, false}) {
+    auto report = gradcheck(
+        MultiOutputFn([&](const std::vector<Tensor>& in) {
+          LSTMState s = fused ? cell.forward(in[0], {in[1], in[2]}) : cell.forward_composed(in[0], {in[1], in[2]});
+          return std::vector<Tensor>{s.h, s.c};
+        }),
+        inputs);
+    INFO(report.str());
+    CHECK(report.passed);
+    CHECK(report.inputs.size() == 7);
+  }
+}
+
+TEST_CASE("LSTMCell: PyTorch's names, shapes and initialisation; zero state by default") {
+  Generator gen(5);
+  const std::int64_t I = 3, H = 4;
+  LSTMCell cell(I, H, gen);
+  auto named = cell.named_parameters();
+  REQUIRE(named.size() == 4);
+  CHECK(named[0].first == "weight_ih");
+  CHECK(named[0].second.shape() == Shape{4 * H, I});
+  CHECK(named[1].first == "weight_hh");
+  CHECK(named[1].second.shape() == Shape{4 * H, H});
+  CHECK(named[2].first == "bias_ih");
+  CHECK(named[2].second.shape() == Shape{4 * H});
+  CHECK(named[3].first == "bias_hh");
+  CHECK(named[3].second.shape() == Shape{4 * H});
+  for (const auto& [name, p] : named) {
+    for (double v : p.to_vector()) {
+      CHECK(v >= -0.5);  // 1 / sqrt(H) = 0.5
+      CHECK(v < 0.5);
+    }
+  }
+  Tensor x = normal({2, I}, 0, 1, gen);
+  LSTMState s_default = cell.forward(x);
+  LSTMState s_zeros = cell.forward(x, {zeros({2, H}), zeros({2, H})});
+  CHECK(equal(s_default.h, s_zeros.h));
+  CHECK(equal(s_default.c, s_zeros.c));
+
+  LSTMCell open(I, H, gen, {.forget_bias_one = true});
+  const Tensor& b_ih = open.weights().bias_ih;
+  const Tensor& b_hh = open.weights().bias_hh;
+  for (std::int64_t j = 0; j < 4 * H; ++j) {
+    if (j >= H && j < 2 * H) {
+      CHECK(b_ih.at({j}) == 1.0);
+      CHECK(b_hh.at({j}) == 0.0);
+    } else {
+      CHECK(b_ih.at({j}) != 1.0);  // the other slices keep their uniform draw
+    }
+  }
+}
+
+TEST_CASE("lstm_cell: shape and dtype errors") {
+  Generator gen(6);
+  LSTMCell cell(3, 4, gen);
+  const LSTMWeights& w = cell.weights();
+  Tensor h = zeros({2, 4}), c = zeros({2, 4});
+  CHECK_THROWS_WITH_AS(cell.forward(zeros({2, 5})), "LSTMCell: x must be (B, I) = (B, 3), got [2, 5]", Error);
+  CHECK_THROWS_WITH_AS(cell.forward(zeros({2, 2, 3})), "LSTMCell: x must be (B, I) = (B, 3), got [2, 2, 3]", Error);
+  CHECK_THROWS_WITH_AS(cell.forward(zeros({2, 3}), {h, Tensor()}),
+                       "LSTMCell: give both h and c of the state, or neither (for zeros)", Error);
+  CHECK_THROWS_WITH_AS(cell.forward(zeros({2, 3}), {zeros({3, 4}), c}),
+                       "lstm_cell: state.h must be (B, H) = (2, 4), got [3, 4]", Error);
+  CHECK_THROWS_WITH_AS(cell.forward(zeros({2, 3}), {h, zeros({2, 5})}),
+                       "lstm_cell: state.c must be (B, H) = (2, 4), got [2, 5]", Error);
+  CHECK_THROWS_WITH_AS(cell.forward(zeros({2, 3}, Float64)),
+                       "lstm_cell: x is float64 but the weights are float32 (convert with .to(dtype))", Error);
+  CHECK_THROWS_WITH_AS(lstm_cell(zeros({2, 3}), {h, c}, {w.weight_ih, zeros({15, 4}), w.bias_ih, w.bias_hh}),
+                       "lstm_cell: weight_hh must be (4H, H), got [15, 4]", Error);
+  CHECK_THROWS_WITH_AS(lstm_cell(zeros({2, 3}), {h, c}, {zeros({12, 3}), w.weight_hh, w.bias_ih, w.bias_hh}),
+                       "lstm_cell: weight_ih must be (4H, I) = (16, I), got [12, 3]", Error);
+  CHECK_THROWS_WITH_AS(lstm_cell(zeros({2, 3}), {h, c}, {w.weight_ih, w.weight_hh, zeros({12}), w.bias_hh}),
+                       "lstm_cell: bias_ih must be (4H) = (16), got [12]", Error);
+  CHECK_THROWS_WITH_AS(lstm_cell(zeros({2, 3}), {h, c}, {w.weight_ih, w.weight_hh, w.bias_ih, zeros({4, 4})}),
+                       "lstm_cell: bias_hh must be (4H) = (16), got [4, 4]", Error);
+  CHECK_THROWS_WITH_AS(lstm_cell(zeros({2, 3}), {h, c}, {w.weight_ih, w.weight_hh, w.bias_ih, Tensor()}),
+                       "lstm_cell: bias_hh is an undefined tensor", Error);
+  CHECK_THROWS_WITH_AS(
+      lstm_cell(zeros({2, 3}), {h, c}, {w.weight_ih, w.weight_hh.to(Float64), w.bias_ih, w.bias_hh}),
+      "lstm_cell: the weights must share one dtype, got weight_ih float32, weight_hh float64, bias_ih float32, "
+      "bias_hh float32",
+      Error);
+  CHECK_THROWS_WITH_AS(LSTMCell(0, 4, gen), "LSTMCell: input_size and hidden_size must be positive, got 0 and 4",
+                       Error);
+}
