@@ -119,8 +119,9 @@ std::map<std::string, Tensor> Optimizer::state_dict() const {
 void Optimizer::load_state_dict(const std::map<std::string, Tensor>& state) {
   const std::string who = fmt::format("{}::load_state_dict", name_);
   const std::size_t n = params_.size();
-  if (auto it = state.find("num_params"); it != state.end() && it->second.numel() == 1 && it->second.item() != static_cast<double>(n))
-    fail("{}: the state is for {} parameters but the optimizer has {}", who, it->second.item(), n);
+  auto count = state.find("num_params");
+  if (count != state.end() && count->second.numel() == 1 && count->second.item() != static_cast<double>(n))
+    fail("{}: the state is for {} parameters but the optimizer has {}", who, count->second.item(), n);
 
   // The rank-0 entries: num_params and the hyperparameters.
   std::vector<std::string> missing, unexpected, wrong;

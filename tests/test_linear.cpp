@@ -141,10 +141,10 @@ TEST_CASE("Linear: errors") {
   CHECK_THROWS_WITH_AS(nn::Linear(2, -1, gen), "Linear: in_features and out_features must be positive, got 2 and -1",
                        Error);
   nn::Linear lin(3, 2, gen);
-  CHECK_THROWS_WITH_AS(lin.forward(zeros({2, 4})),
-                       "linear: input features differ from the weight's: x [2, 4] and weight [2, 3] (expected x (..., 3))",
-                       Error);
-  CHECK_THROWS_WITH_AS(lin.forward(zeros({2, 3}, Float64)), "linear: dtypes differ: float64 and float32 (convert one with .to(dtype))",
-                       Error);
+  CHECK_THROWS_WITH_AS(
+      lin.forward(zeros({2, 4})),
+      "linear: input features differ from the weight's: x [2, 4] and weight [2, 3] (expected x (..., 3))", Error);
+  CHECK_THROWS_WITH_AS(lin.forward(zeros({2, 3}, Float64)),
+                       "linear: dtypes differ: float64 and float32 (convert one with .to(dtype))", Error);
   CHECK_THROWS_WITH_AS(lin.forward(Tensor()), "Linear: input is an undefined tensor", Error);
 }
