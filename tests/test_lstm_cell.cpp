@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -214,4 +215,36 @@ TEST_CASE("lstm_cell: shape and dtype errors") {
       Error);
   CHECK_THROWS_WITH_AS(LSTMCell(0, 4, gen), "LSTMCell: input_size and hidden_size must be positive, got 0 and 4",
                        Error);
+}
+
+// tests/reference/torch_lstm.py: nn.LSTMCell with loss = sum(h * R_h) + sum(c * R_c).
+TEST_CASE("LSTMCell: agrees with PyTorch's nn.LSTMCell, values and gradients") {
+  struct Case {
+    const char* file;
+    DType dtype;
+    double rtol, atol;
+  };
+  for (Case k : {Case{"lstm_cell_f64.safetensors", Float64, 1e-10, 1e-12},
+                 Case{"lstm_cell_f32.safetensors", Float32, 1e-5, 1e-6}}) {
+    INFO(k.file);
+    const std::map<std::string, Tensor> t = load_safetensors(std::string(ATTEND_TEST_DATA) + "/" + k.file).tensors;
+    Generator gen(0);
+    LSTMCell cell(3, 4, gen, {.dtype = k.dtype});
+    std::map<std::string, Tensor> params;
+    for (const auto& [name, p] : cell.named_parameters()) params[name] = t.at(name);
+    cell.load_state_dict(params);
+    Tensor x = t.at("x").clone().requires_grad_();
+    Tensor h0 = t.at("h0").clone().requires_grad_();
+    Tensor c0 = t.at("c0").clone().requires_grad_();
+    LSTMState s = cell.forward(x, {h0, c0});
+    backward({s.h, s.c}, {t.at("R_h"), t.at("R_c")});
+    std::vector<std::pair<std::string, Tensor>> got{{"h", s.h}, {"c", s.c}, {"grad.x", x.grad()},
+                                                    {"grad.h0", h0.grad()}, {"grad.c0", c0.grad()}};
+    for (const auto& [name, p] : cell.named_parameters()) got.emplace_back("grad." + name, p.grad());
+    for (const auto& [name, value] : got) {
+      INFO(name, ": max |diff| = ", max_abs_diff(value, t.at(name)));
+      CHECK(value.dtype() == k.dtype);
+      CHECK(allclose(value, t.at(name), k.rtol, k.atol));
+    }
+  }
 }

@@ -1,0 +1,210 @@
+// One direction of one LSTM layer over a whole batch of sequences as one fused
+// op, and the same built from lstm_cell_composed steps (the oracle).
+//
+// Layout: every buffer is batch-major like x, (B, T, ...), so that row b*T + t
+// of each belongs to sequence b at step t. The input projection, dW_ih, dW_hh
+// and dx are then single GEMMs over all B*T rows, and the per-step GEMMs read
+// and write the B rows of step t with a row stride of T rows.
+#include <cstring>
+
+#include "autograd/ops.hpp"
+#include "core/blas.hpp"
+#include "layers/lstm.hpp"
+#include "layers/lstm_kernels.hpp"
+
+namespace attend::nn {
+
+std::vector<std::int64_t> check_lengths(const char* op, const std::vector<std::int64_t>& lengths, std::int64_t batch,
+                                        std::int64_t steps) {
+  if (lengths.empty()) return std::vector<std::int64_t>(static_cast<std::size_t>(batch), steps);
+  if (static_cast<std::int64_t>(lengths.size()) != batch)
+    fail("{}: {} lengths given for a batch of {}", op, lengths.size(), batch);
+  for (std::size_t b = 0; b < lengths.size(); ++b)
+    if (lengths[b] < 1 || lengths[b] > steps)
+      fail("{}: lengths[{}] = {} is outside [1, T] = [1, {}]", op, b, lengths[b], steps);
+  return lengths;
+}
+
+namespace {
+
+struct SequenceSizes {
+  std::int64_t B, T, I, H;
+};
+
+SequenceSizes check_sequence(const char* op, const Tensor& x, const LSTMState& initial, const LSTMWeights& w) {
+  const auto [I, H] = check_lstm_weights(op, w);
+  check_defined(op, x, "x");
+  check_defined(op, initial.h, "initial.h");
+  check_defined(op, initial.c, "initial.c");
+  if (x.dim() != 3 || x.size(2) != I) fail("{}: x must be (B, T, I) = (B, T, {}), got {}", op, I, x.shape());
+  const std::int64_t B = x.size(0), T = x.size(1);
+  if (B < 1 || T < 1) fail("{}: x must hold at least one sequence of at least one step, got {}", op, x.shape());
+  if (!(initial.h.shape() == Shape{B, H}))
+    fail("{}: initial.h must be (B, H) = ({}, {}), got {}", op, B, H, initial.h.shape());
+  if (!(initial.c.shape() == Shape{B, H}))
+    fail("{}: initial.c must be (B, H) = ({}, {}), got {}", op, B, H, initial.c.shape());
+  for (const Tensor* t : {&x, &initial.h, &initial.c})
+    if (t->dtype() != w.weight_ih.dtype())
+      fail("{}: the inputs are {} but the weights are {} (convert with .to(dtype))", op, t->dtype(),
+           w.weight_ih.dtype());
+  return {B, T, I, H};
+}
+
+template <class T>
+void copy_row(T* dst, const T* src, std::int64_t n) {
+  std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(T));
+}
+
+}  // namespace
+
+LSTMSequenceOutput lstm_sequence(const Tensor& x, const LSTMState& initial, const LSTMWeights& w,
+                                 const std::vector<std::int64_t>& lengths_in, bool reverse) {
+  const char* op = "lstm_sequence";
+  const auto [B, T, I, H] = check_sequence(op, x, initial, w);
+  std::vector<std::int64_t> lengths = check_lengths(op, lengths_in, B, T);
+  const std::int64_t G = 4 * H;  // the width of a row of gates
+  const DType dt = x.dtype();
+  // Saved for the backward, one row per (b, t):
+  Tensor gates = empty({B, T, G}, dt);  // pre-activations, then the activations i, f, g, o
+  Tensor h_prev = empty({B, T, H}, dt);  // the state each step starts from
+  Tensor c_prev = empty({B, T, H}, dt);
+  Tensor tanh_c = empty({B, T, H}, dt);
+  Tensor y = empty({B, T, H}, dt);
+  Tensor h_n = empty({B, H}, dt);
+  Tensor c_n = empty({B, H}, dt);
+  // Steps in the order they run: t = first, first + dir, ...
+  const std::int64_t first = reverse ? T - 1 : 0, dir = reverse ? -1 : 1;
+
+  dispatch(dt, [&](auto zero) {
+    using F = decltype(zero);
+    F* a = gates.data<F>();
+    F* hp = h_prev.data<F>();
+    F* cp = c_prev.data<F>();
+    F* tc = tanh_c.data<F>();
+    F* py = y.data<F>();
+    Tensor bias = empty({G}, dt);  // b_ih + b_hh
+    const F* pb_ih = w.bias_ih.data<F>();
+    const F* pb_hh = w.bias_hh.data<F>();
+    for (std::int64_t k = 0; k < G; ++k) bias.data<F>()[k] = pb_ih[k] + pb_hh[k];
+    const F* pb = bias.data<F>();
+    const F* w_hh = w.weight_hh.data<F>();
+
+    // a = x @ W_ih^T   (B*T, 4H): the input's share of every step's gates, one GEMM
+    blas::gemm(false, true, B * T, G, I, F(1), x.data<F>(), I, w.weight_ih.data<F>(), I, F(0), a, G);
+    for (std::int64_t b = 0; b < B; ++b) {
+      copy_row(hp + (b * T + first) * H, initial.h.data<F>() + b * H, H);
+      copy_row(cp + (b * T + first) * H, initial.c.data<F>() + b * H, H);
+    }
+    for (std::int64_t s = 0; s < T; ++s) {
+      const std::int64_t t = first + s * dir;
+      const bool last = s == T - 1;
+      // a[:, t] += h_prev[:, t] @ W_hh^T   (B, 4H): the recurrent share, one GEMM per step
+      blas::gemm(false, true, B, G, H, F(1), hp + t * H, T * H, w_hh, H, F(1), a + t * G, T * G);
+      for (std::int64_t b = 0; b < B; ++b) {
+        const std::int64_t row = b * T + t;
+        // where the state after this step goes: the next step's h_prev/c_prev, or the final state
+        F* h_next = last ? h_n.data<F>() + b * H : hp + (row + dir) * H;
+        F* c_next = last ? c_n.data<F>() + b * H : cp + (row + dir) * H;
+        if (t < lengths[b]) {
+          // i, f, g, o;  c = f * c_prev + i * g;  h = o * tanh(c)
+          lstm_kernels::forward_row(H, a + row * G, pb, cp + row * H, c_next, tc + row * H, h_next);
+          copy_row(py + row * H, h_next, H);  // y[b, t] = h
+        } else {
+          // padding: the state passes through unchanged, the output is 0
+          copy_row(h_next, hp + row * H, H);
+          copy_row(c_next, cp + row * H, H);
+          std::memset(py + row * H, 0, static_cast<std::size_t>(H) * sizeof(F));
+          std::memset(tc + row * H, 0, static_cast<std::size_t>(H) * sizeof(F));
+        }
+      }
+    }
+  });
+
+  record(op, {x, initial.h, initial.c, w.weight_ih, w.weight_hh, w.bias_ih, w.bias_hh}, {&y, &h_n, &c_n},
+         [x = x.detach(), w_ih = w.weight_ih.detach(), w_hh = w.weight_hh.detach(), gates, h_prev, c_prev, tanh_c,
+          lengths = std::move(lengths), B = B, T = T, I = I, H = H, G, first, dir](Grads& g) {
+           dispatch(x.dtype(), [&](auto zero) {
+             using F = decltype(zero);
+             const F* dy = g.dy(0).data<F>();
+             // dh, dc (B, H): the gradient of the state between steps, starting from h_n and c_n
+             Tensor dh = g.dy(1).clone();
+             Tensor dc = g.dy(2).clone();
+             Tensor dgates = empty({B, T, G}, x.dtype());  // da of every step: (B*T, 4H)
+             F* pdh = dh.data<F>();
+             F* pdc = dc.data<F>();
+             F* da = dgates.data<F>();
+             const F* a = gates.data<F>();
+             const F* cp = c_prev.data<F>();
+             const F* tc = tanh_c.data<F>();
+             for (std::int64_t s = T - 1; s >= 0; --s) {
+               const std::int64_t t = first + s * dir;
+               for (std::int64_t b = 0; b < B; ++b) {
+                 const std::int64_t row = b * T + t;
+                 if (t < lengths[b]) {
+                   // forward: y[b, t] = h   (h is both this step's output and the next step's h_prev)
+                   for (std::int64_t j = 0; j < H; ++j) pdh[b * H + j] += dy[row * H + j];
+                   // forward: i, f, g, o;  c = f * c_prev + i * g;  h = o * tanh(c)   (lstm_kernels.cpp)
+                   lstm_kernels::backward_row(H, a + row * G, cp + row * H, tc + row * H, pdh + b * H, pdc + b * H,
+                                              da + row * G);
+                   // h_prev reaches the loss only through this step's gates: the GEMM below
+                   // gives all of dh_prev
+                   std::memset(pdh + b * H, 0, static_cast<std::size_t>(H) * sizeof(F));
+                 } else {
+                   // forward: padding passed the state through   ->  dh, dc pass through too
+                   std::memset(da + row * G, 0, static_cast<std::size_t>(G) * sizeof(F));
+                 }
+               }
+               // forward: a[:, t] += h_prev[:, t] @ W_hh^T   ->   dh_prev (B, H) += da[:, t] (B, 4H) @ W_hh (4H, H)
+               blas::gemm(false, false, B, H, G, F(1), da + t * G, T * G, w_hh.data<F>(), H, F(1), pdh, H);
+             }
+             // what reaches the first step is the gradient of the initial state
+             if (g.needs(1)) g.dx(1).add_(dh);
+             if (g.needs(2)) g.dx(2).add_(dc);
+             // Every step at once, rows (b, t) of da against the same rows of x and h_prev:
+             // forward: a = x @ W_ih^T + b_ih + h_prev @ W_hh^T + b_hh
+             if (g.needs(0))  // dx (B*T, I) += da (B*T, 4H) @ W_ih (4H, I)
+               blas::gemm(false, false, B * T, I, G, F(1), da, G, w_ih.data<F>(), I, F(1), g.dx(0).data<F>(), I);
+             if (g.needs(3))  // dW_ih (4H, I) += da^T (4H, B*T) @ x (B*T, I)
+               blas::gemm(true, false, G, I, B * T, F(1), da, G, x.data<F>(), I, F(1), g.dx(3).data<F>(), I);
+             if (g.needs(4))  // dW_hh (4H, H) += da^T (4H, B*T) @ h_prev (B*T, H)
+               blas::gemm(true, false, G, H, B * T, F(1), da, G, h_prev.data<F>(), H, F(1), g.dx(4).data<F>(), H);
+             if (g.needs(5) || g.needs(6)) {  // db_ih += sum over rows of da;  db_hh likewise
+               Tensor db = zeros({G}, x.dtype());
+               F* pdb = db.data<F>();
+               for (std::int64_t row = 0; row < B * T; ++row)
+                 for (std::int64_t j = 0; j < G; ++j) pdb[j] += da[row * G + j];
+               if (g.needs(5)) g.dx(5).add_(db);
+               if (g.needs(6)) g.dx(6).add_(db);
+             }
+           });
+         });
+  return {y, {h_n, c_n}};
+}
+
+// The oracle: each sequence alone, cut to its real length, step by step through
+// lstm_cell_composed; its outputs are put back in place with zeros for padding.
+LSTMSequenceOutput lstm_sequence_composed(const Tensor& x, const LSTMState& initial, const LSTMWeights& w,
+                                          const std::vector<std::int64_t>& lengths_in, bool reverse) {
+  const char* op = "lstm_sequence_composed";
+  const auto [B, T, I, H] = check_sequence(op, x, initial, w);
+  const std::vector<std::int64_t> lengths = check_lengths(op, lengths_in, B, T);
+  const Tensor padding = zeros({1, H}, x.dtype());
+  std::vector<Tensor> outputs, hs, cs;
+  for (std::int64_t b = 0; b < B; ++b) {
+    const Tensor xb = slice(x, 0, b, b + 1);  // (1, T, I)
+    LSTMState state{slice(initial.h, 0, b, b + 1), slice(initial.c, 0, b, b + 1)};  // (1, H)
+    std::vector<Tensor> steps(static_cast<std::size_t>(T), padding);
+    const std::int64_t n = lengths[b];
+    for (std::int64_t k = 0; k < n; ++k) {
+      const std::int64_t t = reverse ? n - 1 - k : k;
+      state = lstm_cell_composed(reshape(slice(xb, 1, t, t + 1), {1, I}), state, w);
+      steps[t] = state.h;
+    }
+    outputs.push_back(stack(steps, 1));  // (1, T, H)
+    hs.push_back(state.h);
+    cs.push_back(state.c);
+  }
+  return {concat(outputs, 0), {concat(hs, 0), concat(cs, 0)}};
+}
+
+}  // namespace attend::nn
