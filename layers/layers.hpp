@@ -3,5 +3,6 @@
 #include "layers/dropout.hpp"
 #include "layers/embedding.hpp"
 #include "layers/linear.hpp"
+#include "layers/lstm.hpp"
 #include "layers/module.hpp"
 #include "layers/serialize.hpp"
