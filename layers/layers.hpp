@@ -1,5 +1,6 @@
 #pragma once
 // Everything in layers/.
+#include "layers/attention.hpp"
 #include "layers/dropout.hpp"
 #include "layers/embedding.hpp"
 #include "layers/linear.hpp"
