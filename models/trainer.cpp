@@ -1,0 +1,286 @@
+#include "models/trainer.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "autograd/grad_mode.hpp"
+#include "core/file_io.hpp"
+#include "layers/serialize.hpp"
+#include "models/bleu.hpp"
+#include "models/model_dir.hpp"
+#include "models/tokenizer.hpp"
+
+namespace attend {
+
+namespace {
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+nlohmann::json generator_json(const Generator& g) {
+  auto s = g.state();
+  return nlohmann::json::array({s[0], s[1], s[2], s[3]});
+}
+void set_generator(Generator& g, const nlohmann::json& j) {
+  g.set_state({j.at(0).get<std::uint64_t>(), j.at(1).get<std::uint64_t>(), j.at(2).get<std::uint64_t>(),
+               j.at(3).get<std::uint64_t>()});
+}
+
+// Puts the model in evaluation mode for the scope, then back in training mode.
+struct EvalScope {
+  explicit EvalScope(Seq2Seq& m) : model(m) { model.eval(); }
+  ~EvalScope() { model.train(); }
+  Seq2Seq& model;
+};
+}  // namespace
+
+std::unique_ptr<optim::Optimizer> make_optimizer(const std::string& name, const std::vector<Tensor>& params, double lr) {
+  if (name == "adam") {
+    optim::AdamOptions o;
+    o.lr = lr;
+    return std::make_unique<optim::Adam>(params, o);
+  }
+  if (name == "sgd") return std::make_unique<optim::SGD>(params, lr);
+  if (name == "adadelta") {
+    optim::AdadeltaOptions o;
+    o.lr = lr;
+    return std::make_unique<optim::Adadelta>(params, o);
+  }
+  fail("unknown optimizer '{}': choose adam, sgd or adadelta", name);
+}
+
+Trainer::Trainer(Seq2Seq& model, const Vocabulary& target_vocab, const std::vector<EncodedPair>& train,
+                 const std::vector<EncodedPair>& valid, TrainOptions options)
+    : model_(model),
+      target_vocab_(target_vocab),
+      train_(train),
+      valid_(valid),
+      options_(std::move(options)),
+      optimizer_(make_optimizer(options_.optimizer, model.parameters(), options_.lr)),
+      sampling_(options_.seed ^ 0x5eed5eedULL) {
+  if (options_.batch < 1) fail("train: batch size must be positive, got {}", options_.batch);
+  if (options_.epochs < 1) fail("train: epochs must be positive, got {}", options_.epochs);
+  if (train_.empty()) fail("train: no training pairs");
+}
+
+bool Trainer::out_of_time() const {
+  if (options_.max_steps > 0 && global_step_ >= options_.max_steps) return true;
+  return options_.minutes > 0 && elapsed_before_ + (now_seconds() - session_start_) >= options_.minutes * 60;
+}
+
+double Trainer::evaluate_loss(const std::vector<EncodedPair>& data) {
+  if (data.empty()) return NAN;
+  EvalScope eval(model_);
+  NoGradGuard no_grad;
+  BatchingOptions batching;
+  batching.batch_size = options_.batch;
+  batching.shuffle = false;
+  BatchOptions batch_options;
+  batch_options.mask_dtype = model_.dtype();
+  double sum = 0;
+  std::int64_t tokens = 0;
+  for (BatchIterator it(data, batching, 0, 0, 0, batch_options); !it.done();) {
+    Batch b = it.next();
+    sum += model_.loss(b).item() * static_cast<double>(b.target_tokens);
+    tokens += b.target_tokens;
+  }
+  return sum / static_cast<double>(tokens);
+}
+
+double Trainer::evaluate_bleu(const std::vector<EncodedPair>& data, std::int64_t limit) {
+  const std::int64_t n = std::min<std::int64_t>(limit, static_cast<std::int64_t>(data.size()));
+  if (n <= 0) return NAN;
+  EvalScope eval(model_);
+  std::vector<EncodedPair> subset(data.begin(), data.begin() + n);
+  BatchingOptions batching;
+  batching.batch_size = options_.batch;
+  batching.shuffle = false;
+  BatchOptions batch_options;
+  batch_options.mask_dtype = model_.dtype();
+  std::vector<std::string> hypotheses, references;
+  for (BatchIterator it(subset, batching, 0, 0, 0, batch_options); !it.done();) {
+    Batch b = it.next();
+    std::vector<Hypothesis> out = greedy_decode(model_, b);
+    for (std::int64_t i = 0; i < b.size(); ++i) {
+      hypotheses.push_back(detokenize(target_vocab_.decode(strip_eos(out[i].tokens), true)));
+      references.push_back(detokenize(target_vocab_.decode(subset[b.example_ids[i]].target, true)));
+    }
+  }
+  return corpus_bleu(hypotheses, references).score;
+}
+
+std::vector<EpochReport> Trainer::run() {
+  session_start_ = now_seconds();
+  const double start_elapsed = elapsed_before_;
+  if (!options_.out_dir.empty()) std::filesystem::create_directories(options_.out_dir);
+  BatchingOptions batching;
+  batching.batch_size = options_.batch;
+  BatchOptions batch_options;
+  batch_options.mask_dtype = model_.dtype();
+  LossOptions loss_options;
+  loss_options.label_smoothing = options_.label_smoothing;
+  loss_options.teacher_forcing = options_.teacher_forcing;
+  const std::vector<Tensor> params = model_.parameters();
+  model_.train();
+  std::vector<EpochReport> reports;
+  auto save_and_return = [&] {
+    elapsed_before_ = start_elapsed + (now_seconds() - session_start_);
+    session_start_ = now_seconds();
+    if (!options_.out_dir.empty()) save_checkpoint();
+    return reports;
+  };
+  while (epoch_ < options_.epochs) {
+    BatchIterator it(train_, batching, options_.seed, epoch_, position_, batch_options);
+    const std::int64_t steps_in_epoch = it.size();
+    while (!it.done()) {
+      if (stop != nullptr && stop->load()) return save_and_return();
+      if (out_of_time()) {
+        finish_epoch(epoch_loss_sum_, epoch_tokens_, epoch_steps_, false);
+        reports.push_back(history_.back());
+        return save_and_return();
+      }
+      const double t0 = now_seconds();
+      Batch batch = it.next();
+      optimizer_->zero_grad();
+      double loss_value;
+      {
+        std::unique_ptr<AnomalyGuard> anomaly;
+        if (options_.detect_anomaly) anomaly = std::make_unique<AnomalyGuard>();
+        Tensor loss = model_.loss(batch, loss_options, &sampling_);
+        loss_value = loss.item();
+        if (!std::isfinite(loss_value))
+          fail("training stopped: the loss is {} at step {} (epoch {}, batch {} of {}); rerun with --detect-anomaly "
+               "to find the first op that made a non-finite value",
+               loss_value, global_step_ + 1, epoch_ + 1, it.position(), steps_in_epoch);
+        loss.backward();
+      }
+      if (options_.clip > 0) optim::clip_grad_norm(params, options_.clip);
+      optimizer_->step();
+      ++global_step_;
+      ++epoch_steps_;
+      position_ = it.position();
+      epoch_loss_sum_ += loss_value * static_cast<double>(batch.target_tokens);
+      epoch_tokens_ += batch.target_tokens;
+      if (on_step) {
+        StepReport r;
+        r.epoch = epoch_ + 1;
+        r.step = position_;
+        r.steps_in_epoch = steps_in_epoch;
+        r.global_step = global_step_;
+        r.loss = loss_value;
+        r.tokens_per_second = static_cast<double>(batch.target_tokens) / std::max(now_seconds() - t0, 1e-9);
+        r.elapsed_seconds = start_elapsed + (now_seconds() - session_start_);
+        on_step(r);
+      }
+    }
+    finish_epoch(epoch_loss_sum_, epoch_tokens_, epoch_steps_, true);
+    reports.push_back(history_.back());
+    ++epoch_;
+    position_ = 0;
+    epoch_loss_sum_ = 0;
+    epoch_tokens_ = 0;
+    epoch_steps_ = 0;
+    elapsed_before_ = start_elapsed + (now_seconds() - session_start_);
+    if (!options_.out_dir.empty()) save_checkpoint();
+  }
+  return save_and_return();
+}
+
+void Trainer::finish_epoch(double loss_sum, std::int64_t tokens, std::int64_t steps, bool complete) {
+  EpochReport r;
+  r.epoch = epoch_ + 1;
+  r.steps = steps;
+  r.complete = complete;
+  r.train_loss = tokens > 0 ? loss_sum / static_cast<double>(tokens) : NAN;
+  r.valid_loss = evaluate_loss(valid_);
+  r.valid_perplexity = std::exp(r.valid_loss);
+  r.valid_bleu = options_.bleu_sentences > 0 ? evaluate_bleu(valid_, options_.bleu_sentences) : NAN;
+  r.elapsed_seconds = elapsed_before_ + (now_seconds() - session_start_);
+  const double key = std::isfinite(r.valid_loss) ? r.valid_loss : r.train_loss;
+  r.best = key < best_valid_loss_;
+  if (r.best) {
+    best_valid_loss_ = key;
+    if (!options_.out_dir.empty())
+      nn::save(model_, path_in(options_.out_dir, "model.safetensors"),
+               {{"epoch", std::to_string(r.epoch)}, {"valid_loss", fmt::format("{:.6f}", r.valid_loss)}});
+  }
+  history_.push_back(r);
+  if (!options_.out_dir.empty()) append_log(r);
+  if (on_epoch) on_epoch(r);
+}
+
+void Trainer::append_log(const EpochReport& r) const {
+  const std::string path = path_in(options_.out_dir, "train_log.csv");
+  std::string text = std::filesystem::exists(path)
+                         ? read_file(path)
+                         : "epoch,complete,steps,train_loss,valid_loss,valid_perplexity,valid_bleu,elapsed_seconds\n";
+  text += fmt::format("{},{},{},{:.6f},{:.6f},{:.4f},{:.2f},{:.1f}\n", r.epoch, r.complete ? 1 : 0, r.steps,
+                      r.train_loss, r.valid_loss, r.valid_perplexity, r.valid_bleu, r.elapsed_seconds);
+  write_file_atomic(path, text);
+}
+
+void Trainer::save_checkpoint() const {
+  std::filesystem::create_directories(options_.out_dir);
+  nn::save(model_, path_in(options_.out_dir, "last.safetensors"));
+  nn::save(*optimizer_, path_in(options_.out_dir, "optimizer.safetensors"));
+  nlohmann::json history = nlohmann::json::array();
+  for (const EpochReport& r : history_)
+    history.push_back({{"epoch", r.epoch}, {"steps", r.steps}, {"complete", r.complete}, {"train_loss", r.train_loss},
+                       {"valid_loss", r.valid_loss}, {"valid_bleu", r.valid_bleu}, {"elapsed_seconds", r.elapsed_seconds}});
+  nlohmann::json state = {
+      {"epoch", epoch_},
+      {"position", position_},
+      {"global_step", global_step_},
+      {"epoch_loss_sum", epoch_loss_sum_},
+      {"epoch_tokens", epoch_tokens_},
+      {"epoch_steps", epoch_steps_},
+      {"elapsed_seconds", elapsed_before_},
+      {"best_valid_loss", best_valid_loss_},
+      {"sampling_generator", generator_json(sampling_)},
+      {"dropout_generator", generator_json(model_.dropout_generator())},
+      {"encoder_dropout_generator", generator_json(model_.encoder.dropout_generator())},
+      {"history", history},
+  };
+  write_file_atomic(path_in(options_.out_dir, "trainer_state.json"), state.dump(2) + "\n");
+}
+
+void Trainer::resume() {
+  const std::string state_path = path_in(options_.out_dir, "trainer_state.json");
+  if (!std::filesystem::exists(state_path))
+    fail("resume: {} has no checkpoint to resume (trainer_state.json is missing)", options_.out_dir);
+  nn::load(model_, path_in(options_.out_dir, "last.safetensors"));
+  nn::load(*optimizer_, path_in(options_.out_dir, "optimizer.safetensors"));
+  try {
+    nlohmann::json state = nlohmann::json::parse(read_file(state_path));
+    epoch_ = state.at("epoch").get<std::int64_t>();
+    position_ = state.at("position").get<std::int64_t>();
+    global_step_ = state.at("global_step").get<std::int64_t>();
+    epoch_loss_sum_ = state.at("epoch_loss_sum").get<double>();
+    epoch_tokens_ = state.at("epoch_tokens").get<std::int64_t>();
+    epoch_steps_ = state.at("epoch_steps").get<std::int64_t>();
+    elapsed_before_ = state.at("elapsed_seconds").get<double>();
+    best_valid_loss_ = state.at("best_valid_loss").get<double>();
+    set_generator(sampling_, state.at("sampling_generator"));
+    set_generator(model_.dropout_generator(), state.at("dropout_generator"));
+    set_generator(model_.encoder.dropout_generator(), state.at("encoder_dropout_generator"));
+    history_.clear();
+    for (const auto& h : state.at("history")) {
+      EpochReport r;
+      r.epoch = h.at("epoch").get<std::int64_t>();
+      r.steps = h.at("steps").get<std::int64_t>();
+      r.complete = h.at("complete").get<bool>();
+      r.train_loss = h.at("train_loss").is_number() ? h.at("train_loss").get<double>() : NAN;
+      r.valid_loss = h.at("valid_loss").is_number() ? h.at("valid_loss").get<double>() : NAN;
+      r.valid_bleu = h.at("valid_bleu").is_number() ? h.at("valid_bleu").get<double>() : NAN;
+      r.elapsed_seconds = h.at("elapsed_seconds").get<double>();
+      history_.push_back(r);
+    }
+  } catch (const nlohmann::json::exception& e) {
+    fail("resume: {}: {}", state_path, e.what());
+  }
+}
+
+}  // namespace attend

@@ -1,0 +1,113 @@
+#pragma once
+// Training a Seq2Seq: the loop (batches, loss, backward, clipping, optimizer),
+// validation each epoch (loss, perplexity, BLEU), checkpoints that are written
+// atomically, and resuming a run exactly where it stopped.
+//
+// A checkpoint directory (TrainOptions::out_dir) holds, besides the files of
+// models/model_dir.hpp (config.json, model.safetensors = the best model so far,
+// the vocabularies):
+//   last.safetensors       the model after the last completed step
+//   optimizer.safetensors  the optimizer's state
+//   trainer_state.json     epoch, position in the epoch, random generators, best loss
+//   train_log.csv          one row per epoch
+// --resume reads the last three and continues with the same data order, the same
+// dropout masks and the same optimizer state, so the losses equal those of an
+// uninterrupted run.
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "autograd/optim.hpp"
+#include "models/corpus.hpp"
+#include "models/decoding.hpp"
+#include "models/seq2seq.hpp"
+#include "models/vocabulary.hpp"
+
+namespace attend {
+
+struct TrainOptions {
+  std::int64_t batch = 32;
+  std::int64_t epochs = 10;
+  double minutes = 0;              // stop after this much training time; 0: no limit
+  std::int64_t max_steps = 0;      // stop after this many steps in all; 0: no limit
+  std::string optimizer = "adam";  // adam | sgd | adadelta
+  double lr = 1e-3;                // Adadelta's usual lr is 1.0
+  double clip = 5.0;               // global gradient L2 norm; 0: off
+  double label_smoothing = 0.0;
+  double teacher_forcing = 1.0;
+  std::uint64_t seed = 1;          // data order and scheduled sampling
+  std::int64_t bleu_sentences = 200;  // validation sentences decoded for BLEU each epoch; 0: none
+  bool detect_anomaly = false;
+  std::string out_dir;             // checkpoints; empty: none are written
+};
+
+struct StepReport {
+  std::int64_t epoch = 0, step = 0, steps_in_epoch = 0, global_step = 0;
+  double loss = 0, tokens_per_second = 0, elapsed_seconds = 0;
+};
+
+struct EpochReport {
+  std::int64_t epoch = 0, steps = 0;
+  double train_loss = 0;  // mean over the epoch's tokens
+  double valid_loss = 0, valid_perplexity = 0, valid_bleu = 0;
+  double elapsed_seconds = 0;  // training time since the run began (over resumes)
+  bool best = false;
+  bool complete = true;  // false when time or a stop request cut the epoch short
+};
+
+std::unique_ptr<optim::Optimizer> make_optimizer(const std::string& name, const std::vector<Tensor>& params, double lr);
+
+class Trainer {
+ public:
+  Trainer(Seq2Seq& model, const Vocabulary& target_vocab, const std::vector<EncodedPair>& train,
+          const std::vector<EncodedPair>& valid, TrainOptions options);
+
+  std::function<void(const StepReport&)> on_step;
+  std::function<void(const EpochReport&)> on_epoch;
+  // Checked between steps; when set, the trainer saves a checkpoint and returns.
+  const std::atomic<bool>* stop = nullptr;
+
+  // Trains until the epochs, minutes or steps run out or stop is set. Throws
+  // attend::Error when the loss stops being finite, naming the step.
+  std::vector<EpochReport> run();
+
+  // Mean loss per target token over data, without dropout or gradient.
+  double evaluate_loss(const std::vector<EncodedPair>& data);
+  // Corpus BLEU of greedy translations of data's first `limit` pairs.
+  double evaluate_bleu(const std::vector<EncodedPair>& data, std::int64_t limit);
+
+  // The checkpoint of the current position (last.safetensors, optimizer state,
+  // trainer_state.json) into options.out_dir; resume() reads it back.
+  void save_checkpoint() const;
+  void resume();
+
+  std::int64_t epoch() const { return epoch_; }
+  std::int64_t global_step() const { return global_step_; }
+  const std::vector<EpochReport>& history() const { return history_; }
+  optim::Optimizer& optimizer() { return *optimizer_; }
+
+ private:
+  bool out_of_time() const;
+  void finish_epoch(double loss_sum, std::int64_t tokens, std::int64_t steps, bool complete);
+  void append_log(const EpochReport& r) const;
+
+  Seq2Seq& model_;
+  const Vocabulary& target_vocab_;
+  const std::vector<EncodedPair>& train_;
+  const std::vector<EncodedPair>& valid_;
+  TrainOptions options_;
+  std::unique_ptr<optim::Optimizer> optimizer_;
+  Generator sampling_;
+  std::int64_t epoch_ = 0, position_ = 0, global_step_ = 0;
+  double epoch_loss_sum_ = 0;  // of the current, unfinished epoch
+  std::int64_t epoch_tokens_ = 0, epoch_steps_ = 0;
+  double elapsed_before_ = 0;  // training seconds of earlier sessions (resume)
+  double best_valid_loss_ = 1e300;
+  std::vector<EpochReport> history_;
+  double session_start_ = 0;
+};
+
+}  // namespace attend
