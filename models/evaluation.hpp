@@ -1,0 +1,48 @@
+#pragma once
+// Translating text and scoring it: sentences in, detokenized translations (with
+// their attention) out, and BLEU overall and by source length.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/bleu.hpp"
+#include "models/corpus.hpp"
+#include "models/decoding.hpp"
+#include "models/tokenizer.hpp"
+#include "models/vocabulary.hpp"
+
+namespace attend {
+
+struct TextTranslation {
+  std::vector<std::string> source_tokens;  // as the model saw them (unknown words shown as typed)
+  std::vector<std::string> output_tokens;  // without </s>
+  std::string text;                        // detokenized output
+  std::vector<std::vector<double>> attention;  // [output token][source token] (empty for attention none)
+  double log_prob = 0;
+};
+
+// Translates each sentence (batched; empty sentences give empty translations).
+std::vector<TextTranslation> translate_text(Seq2Seq& model, const std::vector<std::string>& sentences,
+                                            const Vocabulary& source_vocab, const Vocabulary& target_vocab,
+                                            const TokenizerOptions& tokenizer, const DecodeOptions& options = {},
+                                            std::int64_t batch_size = 64);
+
+struct LengthBucket {
+  std::int64_t lo = 0, hi = 0;  // source lengths lo..hi (tokens)
+  std::int64_t sentences = 0;
+  BleuScore bleu;
+};
+
+struct BleuReport {
+  BleuScore overall;
+  std::vector<LengthBucket> buckets;  // 1-10, 11-20, ... up to the longest sentence
+  std::vector<std::string> hypotheses;  // one per pair, in order
+};
+
+// BLEU of the model's translations of pairs' sources against their targets,
+// overall and per bucket of `width` source tokens.
+BleuReport evaluate_bleu_by_length(Seq2Seq& model, const std::vector<SentencePair>& pairs, const Vocabulary& source_vocab,
+                                   const Vocabulary& target_vocab, const TokenizerOptions& tokenizer,
+                                   const DecodeOptions& options = {}, std::int64_t width = 10);
+
+}  // namespace attend

@@ -1,0 +1,168 @@
+// attend train: trains a Seq2Seq model on parallel text, the toy language or
+// gettext catalogs, with validation each epoch, atomic checkpoints, Ctrl-C that
+// saves and exits, and --resume.
+#include <atomic>
+#include <csignal>
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/blas.hpp"
+#include "models/model_dir.hpp"
+#include "models/trainer.hpp"
+#include "tools/commands.hpp"
+#include "tools/data_options.hpp"
+#include "tools/terminal.hpp"
+
+namespace attend::tools {
+
+namespace {
+
+std::atomic<bool> interrupted{false};
+extern "C" void on_interrupt(int) { interrupted = true; }
+
+struct TrainFlags {
+  DataFlags data;
+  std::string attention = "additive";
+  std::int64_t embed = 64, hidden = 128, layers = 1;
+  bool bidirectional = false;
+  double dropout = 0.0;
+  TrainOptions train;
+  int threads = 1;
+  std::string out = "model";
+  bool resume = false;
+};
+
+std::string number_of(double tokens_per_second) {
+  return tokens_per_second >= 1000 ? fmt::format("{:.1f}k", tokens_per_second / 1000) : fmt::format("{:.0f}", tokens_per_second);
+}
+
+void run_train(TrainFlags& f) {
+  blas::set_num_threads(f.threads);
+  f.data.seed = f.train.seed;
+  f.train.out_dir = f.out;
+  Dataset data = f.data.load();
+  Seq2SeqConfig config;
+  nlohmann::json previous;
+  if (f.resume) {
+    LoadedModel saved = load_model_dir(f.out, "last.safetensors");
+    if (saved.source_vocab.tokens() != data.source_vocab.tokens() || saved.target_vocab.tokens() != data.target_vocab.tokens())
+      fail("--resume: the data gives other vocabularies than the run in {} was trained with; pass the same data flags", f.out);
+    config = saved.config;
+    previous = saved.info;
+  } else {
+    config.source_vocab = data.source_vocab.size();
+    config.target_vocab = data.target_vocab.size();
+    config.embed = f.embed;
+    config.hidden = f.hidden;
+    config.layers = f.layers;
+    config.bidirectional = f.bidirectional;
+    config.dropout = f.dropout;
+    config.attention = parse_attention(f.attention);
+    config.validate();
+  }
+  Generator init(f.train.seed);
+  Seq2Seq model(config, init);
+  fmt::print("data: {}: {} training and {} validation pairs ({} dropped by length); vocabularies {} and {}\n",
+             f.data.describe(), data.train.size(), data.valid.size(), data.dropped_by_length, data.source_vocab.size(),
+             data.target_vocab.size());
+  fmt::print("model: attention {}, embed {}, hidden {}, layers {}{}, dropout {}; {} parameters; {} threads\n",
+             attention_name(config.attention), config.embed, config.hidden, config.layers,
+             config.bidirectional ? " (bidirectional)" : "", config.dropout, model.num_parameters(), f.threads);
+  if (!f.resume) {
+    nlohmann::json extra = {{"training",
+                             {{"data", f.data.describe()}, {"optimizer", f.train.optimizer}, {"lr", f.train.lr},
+                              {"batch", f.train.batch}, {"clip", f.train.clip}, {"seed", f.train.seed},
+                              {"label_smoothing", f.train.label_smoothing}}}};
+    TokenizerOptions tokenizer;
+    tokenizer.lowercase = f.data.lowercase;
+    save_model_description(f.out, config, data.source_vocab, data.target_vocab, tokenizer, extra);
+  }
+  Trainer trainer(model, data.target_vocab, data.train, data.valid, f.train);
+  if (f.resume) {
+    trainer.resume();
+    fmt::print("resuming {} at epoch {}, step {}\n", f.out, trainer.epoch() + 1, trainer.global_step());
+  }
+  const bool terminal = is_terminal(stdout);
+  std::unique_ptr<ProgressBar> bar;
+  double recent_tokens_per_second = 0;
+  trainer.on_step = [&](const StepReport& r) {
+    if (!bar || r.step == 1)
+      bar = std::make_unique<ProgressBar>(fmt::format("epoch {}/{}", r.epoch, f.train.epochs), r.steps_in_epoch, terminal);
+    recent_tokens_per_second =
+        recent_tokens_per_second == 0 ? r.tokens_per_second : 0.9 * recent_tokens_per_second + 0.1 * r.tokens_per_second;
+    bar->update(r.step, fmt::format("loss {:.3f}  {} tok/s", r.loss, number_of(recent_tokens_per_second)));
+  };
+  trainer.on_epoch = [&](const EpochReport& r) {
+    const std::string line = fmt::format("train loss {:.4f}  valid loss {:.4f}  ppl {:.2f}  BLEU {:.2f}{}{}",
+                                         r.train_loss, r.valid_loss, r.valid_perplexity, r.valid_bleu,
+                                         r.best ? "  (best, saved)" : "", r.complete ? "" : "  (time is up)");
+    if (bar) bar->finish(line);
+    else fmt::print("epoch {}: {}\n", r.epoch, line);
+    bar.reset();
+  };
+  interrupted = false;
+  trainer.stop = &interrupted;
+  auto previous_handler = std::signal(SIGINT, on_interrupt);
+  std::signal(SIGTERM, on_interrupt);
+  try {
+    trainer.run();
+  } catch (...) {
+    std::signal(SIGINT, previous_handler);
+    throw;
+  }
+  std::signal(SIGINT, previous_handler);
+  if (interrupted) {
+    fmt::print("\ninterrupted: checkpoint saved in {}; continue with the same command and --resume\n", f.out);
+    throw CLI::RuntimeError(130);
+  }
+  const auto& h = trainer.history();
+  auto best = std::min_element(h.begin(), h.end(), [](const EpochReport& a, const EpochReport& b) {
+    return a.valid_loss < b.valid_loss;
+  });
+  if (best != h.end())
+    fmt::print("best: epoch {} (valid loss {:.4f}, BLEU {:.2f}); model in {}/model.safetensors, log in {}/train_log.csv\n",
+               best->epoch, best->valid_loss, best->valid_bleu, f.out, f.out);
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app) {
+  auto flags = std::make_shared<TrainFlags>();
+  auto* cmd = app.add_subcommand("train", "Train a sequence-to-sequence model with attention");
+  flags->data.add_to(*cmd);
+  TrainFlags& f = *flags;
+  cmd->add_option("--attention", f.attention, "none, additive (Bahdanau), dot (scaled, projected) or general (Luong)")
+      ->check(CLI::IsMember({"none", "additive", "dot", "general"}))
+      ->capture_default_str();
+  cmd->add_option("--embed", f.embed, "Embedding size")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--hidden", f.hidden, "LSTM hidden size")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--layers", f.layers, "Encoder LSTM layers")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_flag("--bidirectional", f.bidirectional, "Bidirectional encoder");
+  cmd->add_option("--dropout", f.dropout, "Dropout on embeddings, between layers and before the output")
+      ->check(CLI::Range(0.0, 0.95))
+      ->capture_default_str();
+  cmd->add_option("--batch", f.train.batch, "Sentences per batch")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--epochs", f.train.epochs, "Passes over the training data")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--minutes", f.train.minutes, "Stop after this many minutes (0: no limit)")->capture_default_str();
+  cmd->add_option("--max-steps", f.train.max_steps, "Stop after this many steps (0: no limit)")->capture_default_str();
+  cmd->add_option("--lr", f.train.lr, "Learning rate")->capture_default_str();
+  cmd->add_option("--optimizer", f.train.optimizer, "adam, sgd or adadelta")
+      ->check(CLI::IsMember({"adam", "sgd", "adadelta"}))
+      ->capture_default_str();
+  cmd->add_option("--clip", f.train.clip, "Clip the global gradient norm to this (0: off)")->capture_default_str();
+  cmd->add_option("--label-smoothing", f.train.label_smoothing, "Label smoothing")->check(CLI::Range(0.0, 0.99));
+  cmd->add_option("--teacher-forcing", f.train.teacher_forcing, "Probability of feeding the reference token")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--bleu-sentences", f.train.bleu_sentences, "Validation sentences translated for BLEU each epoch")
+      ->capture_default_str();
+  cmd->add_option("--seed", f.train.seed, "Seed of the initial weights, the data split and order")->capture_default_str();
+  cmd->add_option("--threads", f.threads, "OpenBLAS threads")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--out", f.out, "Directory for the model, checkpoints and the log")->capture_default_str();
+  cmd->add_flag("--resume", f.resume, "Continue the run saved in --out (same data flags)");
+  cmd->add_flag("--detect-anomaly", f.train.detect_anomaly, "Name the first op that produces NaN or infinity (slow)");
+  cmd->callback([flags] { run_train(*flags); });
+}
+
+}  // namespace attend::tools
