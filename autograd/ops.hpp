@@ -6,6 +6,7 @@
 // Letters used in shape comments: B batch, S source length, T target length,
 // H hidden size, V vocabulary size, N rows, D feature size.
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "autograd/node.hpp"
@@ -77,6 +78,10 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
 // label_smoothing eps spreads eps of the target mass evenly over the V classes.
 Tensor cross_entropy(const Tensor& logits, const Indices& targets, std::int64_t ignore_index = -100,
                      double label_smoothing = 0.0);
+
+// ---- autograd/hooks.cpp
+// The identity, calling on_grad with the gradient that flows through it during backward.
+Tensor tap(const Tensor& x, std::function<void(const Tensor& dy)> on_grad);
 
 // ---- autograd/dropout.cpp
 // In training, zeroes each element with probability p and scales the rest by 1/(1-p);

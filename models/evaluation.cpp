@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "autograd/ops.hpp"
+
 namespace attend {
 
 std::vector<TextTranslation> translate_text(Seq2Seq& model, const std::vector<std::string>& sentences,
@@ -67,6 +69,47 @@ BleuReport evaluate_bleu_by_length(Seq2Seq& model, const std::vector<SentencePai
     report.buckets.push_back(bucket);
   }
   return report;
+}
+
+AttentionGradients attention_gradients(Seq2Seq& model, const std::vector<std::string>& source_tokens,
+                                       const std::vector<std::string>& target_tokens, const Vocabulary& source_vocab,
+                                       const Vocabulary& target_vocab) {
+  if (model.config().attention == AttentionKind::None) fail("attention_gradients: the model has no attention");
+  if (source_tokens.empty()) fail("attention_gradients: the source sentence is empty");
+  std::vector<EncodedPair> pair = {{source_vocab.encode(source_tokens), target_vocab.encode(target_tokens)}};
+  BatchOptions batch_options;
+  batch_options.mask_dtype = model.dtype();
+  const std::int64_t ids[] = {0};
+  Batch batch = make_batch(pair, ids, batch_options);
+  const std::int64_t T = batch.decoder_input.shape[1], S = batch.source.shape[1];
+  AttentionGradients out;
+  out.source_tokens = source_tokens;
+  out.target_tokens = target_tokens;
+  out.target_tokens.push_back("</s>");
+  out.alpha.assign(static_cast<std::size_t>(T), {});
+  out.dalpha.assign(static_cast<std::size_t>(T), std::vector<double>(static_cast<std::size_t>(S), 0.0));
+  model.on_weights_grad = [&](std::int64_t t, const Tensor& d) {
+    std::vector<double> row = d.to(Float64).to_vector();
+    for (std::int64_t j = 0; j < S; ++j) out.dalpha[t][j] += row[j];
+  };
+  // The teacher-forced pass of Seq2Seq::loss, keeping each step's weights.
+  Seq2Seq::Encoded enc = model.encode(batch.source, batch.source_lengths, batch.source_mask);
+  Seq2Seq::State state = model.initial_state(enc);
+  std::vector<Tensor> attentional;
+  for (std::int64_t t = 0; t < T; ++t) {
+    Seq2Seq::Step step = model.step(enc, Indices({batch.decoder_input.values[t]}), state);
+    state = step.state;
+    attentional.push_back(step.attentional);
+    out.alpha[t] = step.weights.to(Float64).to_vector();
+  }
+  Tensor logits = model.logits(stack(attentional, 0));  // (T, 1, V)
+  Tensor loss = cross_entropy(reshape(logits, Shape{T, model.config().target_vocab}),
+                              Indices(batch.decoder_target.values), Vocabulary::kPad);
+  out.loss = loss.item();
+  loss.backward();
+  model.on_weights_grad = nullptr;
+  model.zero_grad();
+  return out;
 }
 
 }  // namespace attend

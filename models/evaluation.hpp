@@ -45,4 +45,16 @@ BleuReport evaluate_bleu_by_length(Seq2Seq& model, const std::vector<SentencePai
                                    const Vocabulary& target_vocab, const TokenizerOptions& tokenizer,
                                    const DecodeOptions& options = {}, std::int64_t width = 10);
 
+// One sentence pair through the model with teacher forcing, and the gradient
+// of its loss at the attention weights: which alignments the loss pushes up
+// (dL/dalpha < 0) and which down (> 0).
+struct AttentionGradients {
+  std::vector<std::string> source_tokens, target_tokens;  // target ends with </s>
+  std::vector<std::vector<double>> alpha, dalpha;          // [target token][source token]
+  double loss = 0;                                         // mean per target token
+};
+AttentionGradients attention_gradients(Seq2Seq& model, const std::vector<std::string>& source_tokens,
+                                       const std::vector<std::string>& target_tokens, const Vocabulary& source_vocab,
+                                       const Vocabulary& target_vocab);
+
 }  // namespace attend

@@ -127,6 +127,7 @@ Tensor Seq2Seq::maybe_dropout(const Tensor& x) { return config_.dropout > 0 ? dr
 Seq2Seq::Encoded Seq2Seq::encode(const Indices& source, const std::vector<std::int64_t>& lengths, const Tensor& mask) {
   if (source.shape.rank() != 2) fail("Seq2Seq::encode: source ids must be (B, S), got {}", source.shape);
   const std::int64_t B = source.shape[0], H = config_.hidden;
+  steps_since_encode_ = 0;
   Encoded enc;
   enc.mask = mask.to(dtype_);
   Tensor x = maybe_dropout(source_embed.forward(source));  // (B, S, E)
@@ -157,9 +158,16 @@ Seq2Seq::Step Seq2Seq::step(const Encoded& enc, const Indices& previous, const S
   if (additive || dot) {
     nn::AttentionOutput a = additive ? additive->step(next.h, enc.keys) : dot->step(next.h, enc.keys);
     out.weights = a.weights;
-    features = concat({next.h, a.context}, 1);
+    Tensor context = a.context;
+    if (on_weights_grad) {  // c = alpha @ values, so that dL/dalpha passes the tap
+      const std::int64_t t = steps_since_encode_, B = a.weights.size(0), S = a.weights.size(1);
+      Tensor alpha = tap(a.weights, [hook = on_weights_grad, t](const Tensor& dy) { hook(t, dy); });
+      context = reshape(matmul(reshape(alpha, Shape{B, 1, S}), enc.keys.values), Shape{B, enc.keys.values.size(2)});
+    }
+    features = concat({next.h, context}, 1);
   }
   out.attentional = tanh(combine.forward(features));  // h~ = tanh(W_c [s; c])
+  ++steps_since_encode_;
   out.state = {next.h, next.c, out.attentional};
   return out;
 }

@@ -15,6 +15,7 @@
 // Letters: B batch, S source length, T target length, E embedding size,
 // H hidden size, Hk encoder state size (H, or 2H when bidirectional), V vocabulary.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -87,6 +88,12 @@ class Seq2Seq : public nn::Module {
   // Mean cross-entropy over the batch's target tokens (padding ignored).
   Tensor loss(const Batch& batch, const LossOptions& options = {}, Generator* sampling = nullptr);
 
+  // For teaching (attend translate --explain-grad): when set, step() forms the
+  // context from its weights output with primitive ops (c = alpha @ values)
+  // behind a tap, and backward calls this with dL/dalpha (B, S) of decoder step
+  // `t` (0-based since the last encode()). The gradients are the same; it is slower.
+  std::function<void(std::int64_t t, const Tensor& dweights)> on_weights_grad;
+
   const Seq2SeqConfig& config() const { return config_; }
   DType dtype() const { return dtype_; }
   // The generator behind dropout, saved in checkpoints so a resumed run is exact.
@@ -105,6 +112,7 @@ class Seq2Seq : public nn::Module {
   Tensor maybe_dropout(const Tensor& x);
   Seq2SeqConfig config_;
   DType dtype_;
+  std::int64_t steps_since_encode_ = 0;
   nn::Dropout dropout_;
 };
 

@@ -304,6 +304,13 @@ ToyLexiconSize toy_lexicon_size() {
           static_cast<int>(conjunctions().size()), static_cast<int>(determiners().size())};
 }
 
-std::string join_words(const std::vector<std::string>& words) { return fmt::format("{}", fmt::join(words, " ")); }
+std::string join_words(const std::vector<std::string>& words) {
+  std::string text;
+  for (const std::string& w : words) {
+    if (!text.empty() && text.back() != '\'') text += ' ';  // "d'" joins the next word: d'une
+    text += w;
+  }
+  return text;
+}
 
 }  // namespace attend

@@ -46,6 +46,8 @@ struct ToyLexiconSize {
 };
 ToyLexiconSize toy_lexicon_size();
 
+// Words as text: separated by spaces, except that an elided "d'" is written
+// against the next word ("d'une"), as the tokenizer expects.
 std::string join_words(const std::vector<std::string>& words);
 
 }  // namespace attend

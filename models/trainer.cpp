@@ -164,6 +164,19 @@ std::vector<EpochReport> Trainer::run() {
       position_ = it.position();
       epoch_loss_sum_ += loss_value * static_cast<double>(batch.target_tokens);
       epoch_tokens_ += batch.target_tokens;
+      curve_loss_sum_ += loss_value * static_cast<double>(batch.target_tokens);
+      curve_tokens_ += batch.target_tokens;
+      if (options_.curve_every > 0 && global_step_ % options_.curve_every == 0) {
+        const std::int64_t n = std::min<std::int64_t>(options_.curve_sentences, static_cast<std::int64_t>(valid_.size()));
+        CurvePoint p;
+        p.step = global_step_;
+        p.train_loss = curve_loss_sum_ / static_cast<double>(curve_tokens_);
+        p.valid_loss = evaluate_loss(std::vector<EncodedPair>(valid_.begin(), valid_.begin() + n));
+        p.elapsed_seconds = start_elapsed + (now_seconds() - session_start_);
+        curve_.push_back(p);
+        curve_loss_sum_ = 0;
+        curve_tokens_ = 0;
+      }
       if (on_step) {
         StepReport r;
         r.epoch = epoch_ + 1;

@@ -41,6 +41,10 @@ struct TrainOptions {
   std::uint64_t seed = 1;          // data order and scheduled sampling
   std::int64_t bleu_sentences = 200;  // validation sentences decoded for BLEU each epoch; 0: none
   bool detect_anomaly = false;
+  // Every this many steps, the validation loss on the first curve_sentences
+  // validation pairs is added to curve() (0: never), for loss-curve plots.
+  std::int64_t curve_every = 0;
+  std::int64_t curve_sentences = 200;
   std::string out_dir;             // checkpoints; empty: none are written
 };
 
@@ -56,6 +60,13 @@ struct EpochReport {
   double elapsed_seconds = 0;  // training time since the run began (over resumes)
   bool best = false;
   bool complete = true;  // false when time or a stop request cut the epoch short
+};
+
+struct CurvePoint {
+  std::int64_t step = 0;
+  double elapsed_seconds = 0;
+  double train_loss = 0;  // mean per token over the steps since the previous point
+  double valid_loss = 0;
 };
 
 std::unique_ptr<optim::Optimizer> make_optimizer(const std::string& name, const std::vector<Tensor>& params, double lr);
@@ -87,6 +98,7 @@ class Trainer {
   std::int64_t epoch() const { return epoch_; }
   std::int64_t global_step() const { return global_step_; }
   const std::vector<EpochReport>& history() const { return history_; }
+  const std::vector<CurvePoint>& curve() const { return curve_; }
   optim::Optimizer& optimizer() { return *optimizer_; }
 
  private:
@@ -107,6 +119,9 @@ class Trainer {
   double elapsed_before_ = 0;  // training seconds of earlier sessions (resume)
   double best_valid_loss_ = 1e300;
   std::vector<EpochReport> history_;
+  std::vector<CurvePoint> curve_;
+  double curve_loss_sum_ = 0;
+  std::int64_t curve_tokens_ = 0;
   double session_start_ = 0;
 };
 

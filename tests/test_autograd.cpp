@@ -259,3 +259,17 @@ TEST_CASE("to_dot draws ops, shapes and leaves") {
   CHECK(dot.find("constant\\n[4, 3]") != std::string::npos);
   CHECK(dot.find("->") != std::string::npos);
 }
+
+TEST_CASE("tap passes values and gradients through and shows the gradient") {
+  Tensor x = randn({2, 3}, 12).requires_grad_();
+  Tensor seen;
+  Tensor y = tap(x, [&](const Tensor& dy) { seen = dy.clone(); });
+  CHECK(equal(y, x));
+  Tensor r = randn({2, 3}, 13);
+  mul(y, r).backward(ones({2, 3}, Float64));
+  CHECK(equal(seen, r));
+  CHECK(equal(x.grad(), r));
+  GradcheckReport report = gradcheck(
+      [](const std::vector<Tensor>& in) { return tanh(tap(in[0], [](const Tensor&) {})); }, {randn({3}, 14).requires_grad_()});
+  CHECK(report.passed);
+}

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
+#include <map>
 #include <numeric>
 
 #include "autograd/gradcheck.hpp"
@@ -194,4 +195,26 @@ TEST_CASE("overfitting 20 sentence pairs: near-zero loss, exact translations bac
     CHECK(tgt.decode(strip_eos(beamed[i].tokens)) == sentences[i].target);
     CHECK(out[i].tokens.back() == Vocabulary::kEos);
   }
+}
+
+TEST_CASE("the weights-gradient hook sees dL/dalpha without changing any gradient") {
+  Generator init(8);
+  Seq2Seq model(tiny_config(AttentionKind::Additive, true), init, Float64);
+  Batch batch = batch_of(tiny_pairs());
+  model.loss(batch).backward();
+  std::map<std::string, Tensor> plain;
+  for (auto& [name, p] : model.named_parameters()) plain[name] = p.grad().clone();
+  model.zero_grad();
+  std::map<std::int64_t, Tensor> dalpha;
+  model.on_weights_grad = [&](std::int64_t t, const Tensor& d) { dalpha[t] = d.clone(); };
+  model.loss(batch).backward();
+  for (auto& [name, p] : model.named_parameters()) CHECK_MESSAGE(allclose(p.grad(), plain[name], 1e-10, 1e-12), name);
+  const std::int64_t T = batch.decoder_input.shape[1];
+  REQUIRE(static_cast<std::int64_t>(dalpha.size()) == T);
+  // Padded source positions may receive a gradient at alpha, but it goes nowhere:
+  // their weight is 0 and the softmax backward multiplies by it.
+  CHECK(dalpha[0].shape() == Shape{3, 3});
+  double total = 0;
+  for (auto& [t, d] : dalpha) total += std::abs(d.to_vector()[0]);
+  CHECK(total > 0);
 }

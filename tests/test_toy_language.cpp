@@ -144,7 +144,7 @@ TEST_CASE("a worked example reads as French") {
   bool du = false, elided = false, de_le = false;
   for (const std::string& t : all) {
     du = du || t.find("près du ") != std::string::npos;
-    elided = elided || t.find("près d' un") != std::string::npos;
+    elided = elided || t.find("près d'un") != std::string::npos;
     for (const char* wrong : {" de le ", " de les ", " de un ", " de une "})
       de_le = de_le || (" " + t + " ").find(wrong) != std::string::npos;
   }
