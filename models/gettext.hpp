@@ -56,10 +56,11 @@ struct CatalogHarvest {
   std::vector<std::string> errors;  // one message per catalog that could not be read
 };
 
-// Reads every *.mo file under `directory` (recursively, in sorted path order, so
-// the result does not depend on the file system). A corrupt or unreadable
-// catalog is reported in `errors` by name and the others are still read. Throws
-// only if `directory` is not a directory.
+// Reads every *.mo file under `directory`, recursively and in sorted path order
+// (so the result does not depend on the file system), e.g.
+// /usr/share/locale/fr/LC_MESSAGES (given /usr/share/locale it would mix every
+// language). A corrupt or unreadable catalog is reported in `errors` by name and
+// the others are still read. Throws only if `directory` is not a directory.
 CatalogHarvest harvest_catalogs(const std::string& directory);
 
 }  // namespace attend

@@ -4,8 +4,8 @@
 // is never cut, and any non-ASCII letter (é, ß, ж, 漢, ...) is a word character.
 //
 // The rules of tokenize(), in order (simple on purpose; see the tests for examples):
-//  1. Whitespace (ASCII and Unicode: U+00A0, U+2000..U+200A, U+3000, ...) separates
-//     tokens and is dropped.
+//  1. Whitespace (ASCII and Unicode: U+00A0, U+2000..U+200A, U+3000, ...) and control
+//     characters (U+0000..U+001F, U+007F..U+009F) separate tokens and are dropped.
 //  2. Punctuation is one token per character: every ASCII punctuation or symbol
 //     character (!"#$%&'()*+,-./:;<=>?@[\]^_`{|}~) and the common Unicode ones
 //     (« » ‹ › “ ” „ ‘ ’ ‚ … – — ¡ ¿ · § ¶ × ÷ °, the General Punctuation block,
@@ -16,6 +16,7 @@
 //       with it (French elision): "l'homme" -> "l'", "homme"; "qu'il" -> "qu'", "il";
 //     - a hyphen between two word characters stays inside: "peut-être", "e-mail";
 //     - '.' or ',' between two ASCII digits stays inside: "3.14", "1,5", "10,000".
+//     (So English "don't" gives "don'", "t"; symbols such as emoji count as letters.)
 // Optional lower-casing (before splitting) covers ASCII, Latin-1, Latin Extended-A,
 // basic Greek and Cyrillic (É -> é, Ł -> ł, Ω -> ω, Ж -> ж); other characters are
 // kept as they are.
