@@ -1,0 +1,95 @@
+// bench_lstm: one LSTM layer, forward + backward of sum(out * R), at B = 64,
+// T = 30, I = 128, H = 256, float32, unidirectional, at 1 and 2 OpenBLAS threads.
+// Its PyTorch twin is bench/torch_lstm.py (nn.LSTM(batch_first=True), the same
+// shapes and loss), which also runs this program and prints the ratio:
+//
+//   /usr/bin/python3 bench/torch_lstm.py --attend build/release/bench/bench_lstm
+//
+// Goal: attend at least as fast as torch.nn.LSTM at 1 thread.
+//
+// Usage: bench_lstm [threads ...]   (default: 1 2). Prints one line per thread count:
+//   attend threads=1 forward_backward_ms=... forward_ms=... gemm_only_ms=...
+// gemm_only is the same sequence of GEMMs the fused op makes, without the gate
+// math or anything else: the floor for this algorithm on this BLAS.
+#include <cstdint>
+#include <cstdlib>
+#include <vector>
+
+#include <fmt/core.h>
+
+#include "autograd/autograd.hpp"
+#include "bench/timing.hpp"
+#include "core/blas.hpp"
+#include "core/core.hpp"
+#include "layers/lstm.hpp"
+
+using namespace attend;
+
+namespace {
+
+constexpr std::int64_t B = 64, T = 30, I = 128, H = 256, G = 4 * H;
+constexpr int kWarmup = 5;
+constexpr int kRuns = 20;
+
+struct Times {
+  double forward_backward, forward, gemm_only;  // median ns
+};
+
+// The GEMMs of one forward + backward of lstm_sequence, alone.
+void gemms_only(const std::vector<float>& x, const std::vector<float>& w_ih, const std::vector<float>& w_hh,
+                std::vector<float>& gates, std::vector<float>& h_prev, std::vector<float>& dgates,
+                std::vector<float>& dh, std::vector<float>& dx, std::vector<float>& dw_ih, std::vector<float>& dw_hh) {
+  blas::gemm(false, true, B * T, G, I, 1.0f, x.data(), I, w_ih.data(), I, 0.0f, gates.data(), G);
+  for (std::int64_t t = 0; t < T; ++t)
+    blas::gemm(false, true, B, G, H, 1.0f, h_prev.data() + t * H, T * H, w_hh.data(), H, 1.0f, gates.data() + t * G,
+               T * G);
+  for (std::int64_t t = T - 1; t >= 0; --t)
+    blas::gemm(false, false, B, H, G, 1.0f, dgates.data() + t * G, T * G, w_hh.data(), H, 1.0f, dh.data(), H);
+  blas::gemm(false, false, B * T, I, G, 1.0f, dgates.data(), G, w_ih.data(), I, 1.0f, dx.data(), I);
+  blas::gemm(true, false, G, I, B * T, 1.0f, dgates.data(), G, x.data(), I, 1.0f, dw_ih.data(), I);
+  blas::gemm(true, false, G, H, B * T, 1.0f, dgates.data(), G, h_prev.data(), H, 1.0f, dw_hh.data(), H);
+}
+
+Times measure(nn::LSTM& lstm, const Tensor& x, const Tensor& r) {
+  std::vector<float> xs(B * T * I, 0.1f), w_ih(G * I, 0.01f), w_hh(G * H, 0.01f), gates(B * T * G),
+      h_prev(B * T * H, 0.1f), dgates(B * T * G, 0.01f), dh(B * H), dx(B * T * I), dw_ih(G * I), dw_hh(G * H);
+  std::vector<double> t_fb, t_f, t_g;
+  for (int run = 0; run < kWarmup + kRuns; ++run) {
+    lstm.zero_grad();
+    Tensor(x).zero_grad();
+    const double t0 = bench::now_ns();
+    nn::LSTMOutput out = lstm.forward(x);
+    const double t1 = bench::now_ns();
+    backward({out.output}, {r});  // the gradient of sum(out * R)
+    const double t2 = bench::now_ns();
+    gemms_only(xs, w_ih, w_hh, gates, h_prev, dgates, dh, dx, dw_ih, dw_hh);
+    const double t3 = bench::now_ns();
+    if (run < kWarmup) continue;
+    t_fb.push_back(t2 - t0);
+    t_f.push_back(t1 - t0);
+    t_g.push_back(t3 - t2);
+  }
+  return {bench::median(t_fb), bench::median(t_f), bench::median(t_g)};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<int> threads;
+  for (int k = 1; k < argc; ++k) threads.push_back(std::atoi(argv[k]));
+  if (threads.empty()) threads = {1, 2};
+  Generator gen(0);
+  nn::LSTM lstm(I, H, gen);
+  Tensor x = normal({B, T, I}, 0, 1, gen).requires_grad_();
+  Tensor r = normal({B, T, H}, 0, 1, gen);
+  fmt::print("# attend nn::LSTM, 1 layer, B={} T={} I={} H={} float32, forward + backward of sum(out * R); "
+             "median of {} runs after {} warm-up\n",
+             B, T, I, H, kRuns, kWarmup);
+  for (int n : threads) {
+    blas::set_num_threads(n);
+    const Times t = measure(lstm, x, r);
+    fmt::print("attend threads={} forward_backward_ms={:.2f} forward_ms={:.2f} gemm_only_ms={:.2f}\n", n,
+               t.forward_backward * 1e-6, t.forward * 1e-6, t.gemm_only * 1e-6);
+  }
+  return 0;
+}
