@@ -5,6 +5,13 @@
 
 namespace attend::tools {
 
+void add_experiment_command(CLI::App& app);
+void add_train_command(CLI::App& app);
+void add_translate_command(CLI::App& app);
+void add_eval_command(CLI::App& app);
+void add_data_command(CLI::App& app);
+void add_bleu_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
 void add_gradcheck_command(CLI::App& app);
 
 }  // namespace attend::tools
