@@ -101,6 +101,19 @@ template <class... Args>
   fail("load_safetensors: {}: {}", path, fmt::format(format, std::forward<Args>(args)...));
 }
 
+// A JSON value for an error message: short, and never a recursive dump of a
+// hostile nesting ([[[[...]]]] a million deep would overflow the stack).
+std::string shown(const json& j) {
+  auto primitive = [](const json& e) { return e.is_primitive(); };
+  const bool flat = j.is_primitive() || (j.is_array() && j.size() <= 8 && std::all_of(j.begin(), j.end(), primitive));
+  if (!flat) return fmt::format("{} of size {}", j.is_array() ? "an array" : "an object", j.size());
+  std::string text = j.dump();
+  if (text.size() <= 80) return text;
+  std::size_t cut = 77;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xc0) == 0x80) --cut;  // not inside a UTF-8 character
+  return text.substr(0, cut) + "...";
+}
+
 // One tensor of the header, checked against itself and the file size.
 struct Entry {
   std::string name;
@@ -132,16 +145,16 @@ const json& field(const std::string& path, const std::string& name, const json& 
 }
 
 Shape parse_shape(const std::string& path, const std::string& name, const json& shape) {
-  if (!shape.is_array()) bad(path, "tensor '{}': \"shape\" must be an array of integers, got {}", name, shape.dump());
+  if (!shape.is_array()) bad(path, "tensor '{}': \"shape\" must be an array of integers, got {}", name, shown(shape));
   if (shape.size() > static_cast<std::size_t>(kMaxRank))
     bad(path, "tensor '{}' has rank {}, more than attend's maximum rank {}", name, shape.size(), kMaxRank);
   Shape out;
   for (const json& d : shape) {
-    if (!d.is_number_integer()) bad(path, "tensor '{}': \"shape\" must be an array of integers, got {}", name, shape.dump());
+    if (!d.is_number_integer()) bad(path, "tensor '{}': \"shape\" must be an array of integers, got {}", name, shown(shape));
     if (d.is_number_unsigned() && d.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
-      bad(path, "tensor '{}' has a dimension too large in its shape {}", name, shape.dump());
+      bad(path, "tensor '{}' has a dimension too large in its shape {}", name, shown(shape));
     std::int64_t v = d.get<std::int64_t>();
-    if (v < 0) bad(path, "tensor '{}' has negative dimension {} in its shape {}", name, v, shape.dump());
+    if (v < 0) bad(path, "tensor '{}' has negative dimension {} in its shape {}", name, v, shown(shape));
     out.push_back(v);
   }
   return out;
@@ -160,10 +173,10 @@ bool byte_count(const Shape& shape, DType dtype, std::uint64_t& bytes) {
 Entry parse_entry(const std::string& path, const std::string& name, const json& info, std::uint64_t data_size) {
   Entry e;
   e.name = name;
-  if (!info.is_object()) bad(path, "tensor '{}': the entry is not a JSON object but {}", name, info.dump());
+  if (!info.is_object()) bad(path, "tensor '{}': the entry is not a JSON object but {}", name, shown(info));
 
   const json& dtype = field(path, name, info, "dtype");
-  if (!dtype.is_string()) bad(path, "tensor '{}': \"dtype\" must be a string, got {}", name, dtype.dump());
+  if (!dtype.is_string()) bad(path, "tensor '{}': \"dtype\" must be a string, got {}", name, shown(dtype));
   if (dtype == "F32") e.dtype = Float32;
   else if (dtype == "F64") e.dtype = Float64;
   else bad(path, "tensor '{}' has unsupported dtype '{}' (attend reads F32 and F64)", name, dtype.get<std::string>());
@@ -172,7 +185,7 @@ Entry parse_entry(const std::string& path, const std::string& name, const json& 
 
   const json& offsets = field(path, name, info, "data_offsets");
   if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() || !offsets[1].is_number_unsigned())
-    bad(path, "tensor '{}': \"data_offsets\" must be two non-negative integers, got {}", name, offsets.dump());
+    bad(path, "tensor '{}': \"data_offsets\" must be two non-negative integers, got {}", name, shown(offsets));
   e.begin = offsets[0].get<std::uint64_t>();
   e.end = offsets[1].get<std::uint64_t>();
   if (e.begin > e.end) bad(path, "tensor '{}' has data_offsets [{}, {}] that end before they begin", name, e.begin, e.end);
@@ -190,10 +203,10 @@ Entry parse_entry(const std::string& path, const std::string& name, const json& 
 }
 
 std::map<std::string, std::string> parse_metadata(const std::string& path, const json& metadata) {
-  if (!metadata.is_object()) bad(path, "\"__metadata__\" must be an object of strings, got {}", metadata.dump());
+  if (!metadata.is_object()) bad(path, "\"__metadata__\" must be an object of strings, got {}", shown(metadata));
   std::map<std::string, std::string> out;
   for (const auto& [key, value] : metadata.items()) {
-    if (!value.is_string()) bad(path, "\"__metadata__\" value of '{}' must be a string, got {}", key, value.dump());
+    if (!value.is_string()) bad(path, "\"__metadata__\" value of '{}' must be a string, got {}", key, shown(value));
     out[key] = value.get<std::string>();
   }
   return out;

@@ -13,5 +13,6 @@ void add_data_command(CLI::App& app);
 void add_bleu_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_gradcheck_command(CLI::App& app);
+void add_inspect_command(CLI::App& app);
 
 }  // namespace attend::tools

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   attend::tools::add_bleu_command(app);
   attend::tools::add_bench_command(app);
   attend::tools::add_gradcheck_command(app);
+  attend::tools::add_inspect_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
