@@ -15,6 +15,29 @@
 
 namespace attend {
 
+namespace {
+// max_k x_k and sum_k x_k of a row, with four independent accumulators each: one
+// running max or sum is a chain of dependent instructions, four keep the CPU busy
+// (and vectorize). A NaN logit is skipped by max but reaches the loss through exp(x - m).
+template <class T>
+void row_max_sum(const T* x, std::int64_t n, T& max, double& sum) {
+  T m[4] = {x[0], x[0], x[0], x[0]};
+  double s[4] = {0, 0, 0, 0};
+  std::int64_t k = 0;
+  for (; k + 4 <= n; k += 4)
+    for (int j = 0; j < 4; ++j) {
+      m[j] = std::max(m[j], x[k + j]);
+      s[j] += x[k + j];
+    }
+  for (; k < n; ++k) {
+    m[0] = std::max(m[0], x[k]);
+    s[0] += x[k];
+  }
+  max = std::max(std::max(m[0], m[1]), std::max(m[2], m[3]));
+  sum = (s[0] + s[1]) + (s[2] + s[3]);
+}
+}  // namespace
+
 // With p = softmax(x_i) for row i, t its target and eps the label smoothing, the
 // smoothed target distribution is q_k = (1 - eps) [k == t] + eps / V, and
 //   L_i = -sum_k q_k log p_k = (1 - eps) * (-log p_t) + eps * mean_k(-log p_k)
@@ -57,8 +80,9 @@ Tensor cross_entropy(const Tensor& logits, const Indices& targets, std::int64_t 
       const std::int64_t t = targets.values[i];
       if (t == ignore_index) continue;
       const T* xi = x + i * V;
-      T m = xi[0];
-      for (std::int64_t k = 1; k < V; ++k) m = std::max(m, xi[k]);
+      T m;
+      double sum_x;
+      row_max_sum(xi, V, m, sum_x);
       double s = 0;
       if (p) {
         T* pi = p + i * V;
@@ -73,11 +97,7 @@ Tensor cross_entropy(const Tensor& logits, const Indices& targets, std::int64_t 
       }
       const double lse = double(m) + std::log(s);
       double row = lse - double(xi[t]);  // -log p_t
-      if (eps > 0) {
-        double sum_x = 0;
-        for (std::int64_t k = 0; k < V; ++k) sum_x += xi[k];
-        row = (1 - eps) * row + eps * (lse - sum_x / double(V));
-      }
+      if (eps > 0) row = (1 - eps) * row + eps * (lse - sum_x / double(V));
       total += row;
     }
     loss.data<T>()[0] = static_cast<T>(count > 0 ? total / double(count) : 0.0);
