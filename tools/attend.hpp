@@ -11,3 +11,5 @@
 // fails while one is missing. tools/ (the command line) is not part of the library API.
 #include "core/core.hpp"
 #include "autograd/autograd.hpp"
+#include "layers/layers.hpp"
+#include "models/models.hpp"
