@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-
 #include <vector>
 
 #include "core/random.hpp"
