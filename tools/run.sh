@@ -11,7 +11,7 @@
 set -euo pipefail
 
 # The main job: what `tools/run.sh demo` runs, from the repository root.
-DEMO=(build/release/tools/attend gradcheck)
+DEMO=(build/release/tools/attend experiment --out experiment)
 
 # Everything the build and the tests need, as Debian 12 packages.
 PACKAGES=(cmake g++ make libopenblas-dev doctest-dev libfmt-dev libcli11-dev nlohmann-json3-dev)
