@@ -50,13 +50,15 @@ Tensor embedding(const Tensor& weight, const Indices& indices, std::optional<std
   Shape out = indices.shape;
   out.push_back(D);
   Tensor y = empty(out, weight.dtype());
-  if (y.numel() > 0) dispatch(weight.dtype(), [&](auto zero) {
-    using T = decltype(zero);
-    const T* W = weight.data<T>();
-    T* py = y.data<T>();
-    for (std::int64_t p = 0; p < indices.numel(); ++p)
-      std::memcpy(py + p * D, W + indices.values[p] * D, static_cast<std::size_t>(D) * sizeof(T));
-  });
+  if (y.numel() > 0) {  // memcpy wants real pointers, even for 0 bytes
+    dispatch(weight.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      const T* W = weight.data<T>();  // (N, D)
+      T* py = y.data<T>();            // (P, D)
+      for (std::int64_t p = 0; p < indices.numel(); ++p)
+        std::memcpy(py + p * D, W + indices.values[p] * D, static_cast<std::size_t>(D) * sizeof(T));
+    });
+  }
   const std::int64_t pad = padding_idx.value_or(-1);
   record("embedding", {weight}, {&y}, [values = indices.values, D, pad](Grads& g) {
     dispatch(g.dy().dtype(), [&](auto zero) {
