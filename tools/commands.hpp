@@ -6,6 +6,7 @@
 namespace attend::tools {
 
 void add_experiment_command(CLI::App& app);
+void add_explain_command(CLI::App& app);
 void add_train_command(CLI::App& app);
 void add_translate_command(CLI::App& app);
 void add_eval_command(CLI::App& app);

@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("attend ") + ATTEND_VERSION);
   app.require_subcommand(1);
   attend::tools::add_experiment_command(app);
+  attend::tools::add_explain_command(app);
   attend::tools::add_train_command(app);
   attend::tools::add_translate_command(app);
   attend::tools::add_eval_command(app);
