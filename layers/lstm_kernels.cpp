@@ -1,9 +1,9 @@
 // The LSTM gate math, forward and backward, for one batch row at a time.
 //
 // Speed: per step the gates of B rows need 3*B*H sigmoids and 2*B*H tanhs.
-// glibc's tanhf costs ~9 ns, so on a (64, 256) step they would take longer than
-// the step's GEMM. The float versions below are branch-free, so the compiler
-// turns each row loop into SIMD code (this file is built with
+// glibc's tanhf costs ~9 ns, so on a (64, 256) step they would take well over
+// half as long as the step's GEMM. The float versions below are branch-free, so the
+// compiler turns each row loop into SIMD code (this file is built with
 // -fno-trapping-math, see layers/CMakeLists.txt: without it GCC does not turn
 // the compare-and-select of a clamp into a vector blend).
 #include "layers/lstm_kernels.hpp"
@@ -64,7 +64,18 @@ inline double tanh_of(double x) { return std::tanh(x); }
 // The row loops take every array as a separate __restrict parameter: the
 // compiler then knows the gate blocks do not overlap and vectorises without
 // run-time overlap checks (there would be too many pairs to check).
+//
+// On x86-64 each loop is compiled twice, for any x86-64 CPU (SSE2: 4 floats at a
+// time) and for x86-64-v3 (AVX2 and FMA: 8 at a time, ~2.5x faster here); the
+// dynamic loader picks the one the CPU can run. Only an attribute can say this.
+#if defined(__x86_64__)
+#define ATTEND_ROW_LOOP_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define ATTEND_ROW_LOOP_CLONES
+#endif
+
 template <class T>
+ATTEND_ROW_LOOP_CLONES
 void forward_gates(std::int64_t hidden, T* __restrict ai, T* __restrict af, T* __restrict ag, T* __restrict ao,
                    const T* __restrict bi, const T* __restrict bf, const T* __restrict bg, const T* __restrict bo,
                    const T* __restrict c_prev, T* __restrict c, T* __restrict tanh_c, T* __restrict h) {
@@ -89,6 +100,7 @@ void forward_gates(std::int64_t hidden, T* __restrict ai, T* __restrict af, T* _
 }
 
 template <class T>
+ATTEND_ROW_LOOP_CLONES
 void backward_gates(std::int64_t hidden, const T* __restrict i_, const T* __restrict f_, const T* __restrict g_,
                     const T* __restrict o_, const T* __restrict c_prev, const T* __restrict tanh_c,
                     const T* __restrict dh, T* __restrict dc, T* __restrict dai, T* __restrict daf,
@@ -110,6 +122,8 @@ void backward_gates(std::int64_t hidden, const T* __restrict i_, const T* __rest
     dao[j] = d_o * o * (1 - o);
   }
 }
+
+#undef ATTEND_ROW_LOOP_CLONES
 
 }  // namespace
 
