@@ -13,9 +13,9 @@ int main() {
     Tensor e = tanh(linear(x, p[0], p[1])) - t;
     return e * e;
   };
-  Tensor y = errors({W, b});
-  y.backward(ones(y.shape(), Float64));  // dL/dy = 1: L is the sum of y
-  fmt::print("squared errors\n{}\ndL/dW\n{}\n", y, W.grad());
+  Tensor loss = mean(errors({W, b}));  // a scalar
+  loss.backward();
+  fmt::print("loss {:.6f}\ndL/dW\n{}\n", loss.item(), W.grad());
   GradcheckReport report = gradcheck(errors, {W, b});  // backward vs finite differences
   fmt::print("{}", report.str());
   return report.passed ? 0 : 1;

@@ -1,6 +1,7 @@
 # The consumer test: installs this build of attend into a fresh prefix inside the
 # build tree, then configures, builds and runs tests/consumer against it, as an
-# outside project would (find_package(attend) through CMAKE_PREFIX_PATH).
+# outside project would (find_package(attend) through CMAKE_PREFIX_PATH): a
+# program and a doctest file with a gradient check.
 #   cmake -DATTEND_BUILD_DIR=... -DCONSUMER_SOURCE_DIR=... -DWORK_DIR=... -DGENERATOR=...
 #         -DCXX_COMPILER=... -DCXX_FLAGS=... -P run.cmake
 foreach(var ATTEND_BUILD_DIR CONSUMER_SOURCE_DIR WORK_DIR GENERATOR CXX_COMPILER)
@@ -35,5 +36,6 @@ string(FIND "${found}" "${prefix}/" at)
 if(NOT at GREATER -1)
   message(FATAL_ERROR "consumer test: find_package(attend) did not use ${prefix}: ${found}")
 endif()
-run("build" "${CMAKE_COMMAND}" --build "${build}")
+run("build" "${CMAKE_COMMAND}" --build "${build}" -j2)
 run("run" "${build}/consumer")
+run("run" "${build}/consumer_tests")
