@@ -4,6 +4,7 @@
 
 #include "autograd/broadcast.hpp"
 #include "autograd/ops.hpp"
+#include "core/fast_math.hpp"
 
 namespace attend {
 
@@ -50,6 +51,19 @@ Tensor unary_forward(const char* op, const Tensor& x, F f) {
     const T* px = x.data<T>();
     T* py = y.data<T>();
     for (std::int64_t i = 0, n = x.numel(); i < n; ++i) py[i] = f(px[i]);
+  });
+  return y;
+}
+
+// Forward of a unary op over the whole array at once: f(x, y, n), one of the
+// vectorised loops of core/fast_math.hpp.
+template <class F>
+Tensor unary_forward_array(const char* op, const Tensor& x, F f) {
+  check_defined(op, x);
+  Tensor y = empty_like(x);
+  dispatch(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    f(x.data<T>(), y.data<T>(), x.numel());
   });
   return y;
 }
@@ -168,7 +182,7 @@ Tensor mul(const Tensor& x, double s) {
 
 // y = tanh(x)   dx += dy * (1 - y*y)
 Tensor tanh(const Tensor& x) {
-  Tensor y = unary_forward("tanh", x, [](auto v) { return std::tanh(v); });
+  Tensor y = unary_forward_array("tanh", x, [](const auto* px, auto* py, std::int64_t n) { fast_math::tanh(px, py, n); });
   record("tanh", {x}, {&y}, [y = y.detach()](Grads& g) {
     dispatch(y.dtype(), [&](auto zero) {
       using T = decltype(zero);
@@ -182,13 +196,8 @@ Tensor tanh(const Tensor& x) {
 
 // y = 1 / (1 + exp(-x))   dx += dy * y * (1 - y)
 Tensor sigmoid(const Tensor& x) {
-  Tensor y = unary_forward("sigmoid", x, [](auto v) {
-    using T = decltype(v);
-    // Two branches keep exp() from overflowing for large |x|.
-    if (v >= T(0)) return T(1) / (T(1) + std::exp(-v));
-    T e = std::exp(v);
-    return e / (T(1) + e);
-  });
+  Tensor y = unary_forward_array("sigmoid", x,
+                                 [](const auto* px, auto* py, std::int64_t n) { fast_math::sigmoid(px, py, n); });
   record("sigmoid", {x}, {&y}, [y = y.detach()](Grads& g) {
     dispatch(y.dtype(), [&](auto zero) {
       using T = decltype(zero);
@@ -216,6 +225,7 @@ Tensor relu(const Tensor& x) {
 
 // y = exp(x)   dx += dy * y
 Tensor exp(const Tensor& x) {
+  // std::exp, not fast_math::exp: this op must overflow to inf as the user expects.
   Tensor y = unary_forward("exp", x, [](auto v) { return std::exp(v); });
   record("exp", {x}, {&y}, [y = y.detach()](Grads& g) {
     dispatch(y.dtype(), [&](auto zero) {

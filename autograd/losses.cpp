@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "autograd/ops.hpp"
+#include "core/fast_math.hpp"
 
 namespace attend {
 
@@ -83,17 +84,11 @@ Tensor cross_entropy(const Tensor& logits, const Indices& targets, std::int64_t 
       T m;
       double sum_x;
       row_max_sum(xi, V, m, sum_x);
-      double s = 0;
-      if (p) {
-        T* pi = p + i * V;
-        for (std::int64_t k = 0; k < V; ++k) {
-          pi[k] = std::exp(xi[k] - m);
-          s += pi[k];
-        }
+      T* pi = p ? p + i * V : nullptr;
+      const double s = fast_math::exp_shifted_sum(xi, m, pi, V);  // p_k = exp(x_k - m), then / s
+      if (pi) {
         const T inv = static_cast<T>(1.0 / s);
         for (std::int64_t k = 0; k < V; ++k) pi[k] *= inv;
-      } else {
-        for (std::int64_t k = 0; k < V; ++k) s += std::exp(xi[k] - m);
       }
       const double lse = double(m) + std::log(s);
       double row = lse - double(xi[t]);  // -log p_t

@@ -10,6 +10,7 @@
 
 #include "autograd/grad_mode.hpp"
 #include "autograd/node.hpp"
+#include "core/fast_math.hpp"
 
 namespace attend::optim {
 
@@ -191,8 +192,7 @@ double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
     if (!g.defined()) continue;
     dispatch(g.dtype(), [&](auto zero) {
       using T = decltype(zero);
-      const T* pg = g.data<T>();
-      for (std::int64_t i = 0, n = g.numel(); i < n; ++i) sum_sq += static_cast<double>(pg[i]) * pg[i];
+      sum_sq += fast_math::sum_of_squares(g.data<T>(), g.numel());
     });
   }
   const double total = std::sqrt(sum_sq);

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "autograd/ops.hpp"
+#include "core/fast_math.hpp"
 #include "layers/attention.hpp"
 #include "layers/attention_detail.hpp"
 
@@ -30,14 +31,9 @@ AttentionOutput additive_attention_step(const Tensor& query_proj, const Tensor& 
       const T* q = pq + b * A;
       for (std::int64_t j = 0; j < S; ++j) {
         if (pm[b * S + j] == T(0)) continue;  // padding: no score, weight 0
-        const T* kj = pk + (b * S + j) * A;
         T* tj = pt + (b * S + j) * A;
-        T ej = 0;
-        for (std::int64_t a = 0; a < A; ++a) {
-          tj[a] = std::tanh(kj[a] + q[a]);  // t_j = tanh(k_j + q)
-          ej += pv[a] * tj[a];              // e_j = v . t_j
-        }
-        e[j] = ej;
+        fast_math::tanh_of_sum(pk + (b * S + j) * A, q, tj, A);  // t_j = tanh(k_j + q)
+        e[j] = fast_math::dot(pv, tj, A);                      // e_j = v . t_j
       }
       detail::masked_softmax_row(e.data(), pm + b * S, pa + b * S, S);             // alpha = softmax(e)
       detail::context_row(pa + b * S, ph + b * S * Hk, pc + b * Hk, S, Hk);  // c = sum_j alpha_j h_j
@@ -55,7 +51,7 @@ AttentionOutput additive_attention_step(const Tensor& query_proj, const Tensor& 
              T* dk = g.needs(1) ? g.dx(1).data<T>() : nullptr;  // (B, S, A)
              T* dh = g.needs(2) ? g.dx(2).data<T>() : nullptr;  // (B, S, Hk)
              T* dv = g.needs(3) ? g.dx(3).data<T>() : nullptr;  // (A)
-             std::vector<T> de(static_cast<std::size_t>(S));
+             std::vector<T> de(static_cast<std::size_t>(S)), dpre(static_cast<std::size_t>(A));
              for (std::int64_t b = 0; b < B; ++b) {
                // forward: c = sum_j alpha_j h_j, alpha = masked softmax(e)
                //   dalpha_j = dalpha_out_j + dc . h_j;  dh_j += alpha_j dc;
@@ -65,14 +61,16 @@ AttentionOutput additive_attention_step(const Tensor& query_proj, const Tensor& 
                for (std::int64_t j = 0; j < S; ++j) {
                  if (pm[b * S + j] == T(0)) continue;  // de_j = 0: nothing flows to padding
                  const T* tj = pt + (b * S + j) * A;
-                 for (std::int64_t a = 0; a < A; ++a) {
-                   // forward: e_j = v . t_j            dv += de_j t_j;  dt_j = de_j v
-                   if (dv) dv[a] += de[j] * tj[a];
-                   // forward: t_j = tanh(k_j + q)      dk_j += dt_j (1 - t_j^2);  dq += dt_j (1 - t_j^2)
-                   const T dpre = de[j] * pv[a] * (T(1) - tj[a] * tj[a]);
-                   if (dk) dk[(b * S + j) * A + a] += dpre;
-                   if (dq) dq[b * A + a] += dpre;
-                 }
+                 const T de_j = de[j];
+                 // forward: e_j = v . t_j            dv += de_j t_j;  dt_j = de_j v
+                 if (dv)
+                   for (std::int64_t a = 0; a < A; ++a) dv[a] += de_j * tj[a];
+                 // forward: t_j = tanh(k_j + q)      dk_j += dt_j (1 - t_j^2);  dq += dt_j (1 - t_j^2)
+                 for (std::int64_t a = 0; a < A; ++a) dpre[a] = de_j * pv[a] * (T(1) - tj[a] * tj[a]);
+                 if (dk)
+                   for (std::int64_t a = 0; a < A; ++a) dk[(b * S + j) * A + a] += dpre[a];
+                 if (dq)
+                   for (std::int64_t a = 0; a < A; ++a) dq[b * A + a] += dpre[a];
                }
              }
            });

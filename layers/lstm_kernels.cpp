@@ -2,80 +2,32 @@
 //
 // Speed: per step the gates of B rows need 3*B*H sigmoids and 2*B*H tanhs.
 // glibc's tanhf costs ~9 ns, so on a (64, 256) step they would take well over
-// half as long as the step's GEMM. The float versions below are branch-free, so the
-// compiler turns each row loop into SIMD code (this file is built with
-// -fno-trapping-math, see layers/CMakeLists.txt: without it GCC does not turn
-// the compare-and-select of a clamp into a vector blend).
+// half as long as the step's GEMM. The float versions of core/fast_math.hpp are
+// branch-free, so the compiler turns each row loop into SIMD code (this file is
+// built with -fno-trapping-math, see layers/CMakeLists.txt).
 #include "layers/lstm_kernels.hpp"
 
-#include <bit>
 #include <cmath>
+
+#include "core/fast_math.hpp"
 
 namespace attend::nn::lstm_kernels {
 
 namespace {
 
-// e^x for float, within 1 ulp on [-87, 88] (Cephes' expf, without branches):
-// x = n ln2 + r with |r| <= ln2/2, e^x = 2^n * e^r, e^r by a degree-7 polynomial.
-inline float exp_approx(float x) {
-  x = x < -87.0f ? -87.0f : x;  // keeps 2^n a normal float
-  x = x > 88.0f ? 88.0f : x;
-  // Adding 1.5 * 2^23 rounds x/ln2 to an integer n, which then sits in the low mantissa bits.
-  const float magic = 12582912.0f;
-  const float shifted = x * 1.44269504088896341f + magic;
-  const float n = shifted - magic;
-  float r = x - n * 0.693359375f;  // ln2 in two parts, so that n * ln2 is exact enough
-  r = r - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * (r * r) + r + 1.0f;
-  const std::int32_t n_int = std::bit_cast<std::int32_t>(shifted) - std::bit_cast<std::int32_t>(magic);
-  const float two_to_n = std::bit_cast<float>((n_int + 127) << 23);
-  return p * two_to_n;
+using fast_math::sigmoid;
+template <class T>
+T tanh_of(T x) {
+  return fast_math::tanh(x);
 }
-
-// σ(x) = 1 / (1 + e^-x); no cancellation anywhere, so the relative error stays small.
-inline float sigmoid(float x) { return 1.0f / (1.0f + exp_approx(-x)); }
-inline double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
-
-// tanh for float (Cephes' tanhf, without branches). 1 - 2/(e^2|x| + 1) loses
-// relative accuracy near 0 (the subtraction cancels), so below 0.625 an odd
-// polynomial is used instead. tanh(9) rounds to 1 in float.
-inline float tanh_approx(float x) {
-  float a = std::fabs(x);
-  a = a > 9.0f ? 9.0f : a;
-  const float z = a * a;
-  float small = -5.70498872745e-3f;
-  small = small * z + 2.06390887954e-2f;
-  small = small * z - 5.37397155531e-2f;
-  small = small * z + 1.33314422036e-1f;
-  small = small * z - 3.33332819422e-1f;
-  small = small * z * a + a;
-  const float large = 1.0f - 2.0f / (exp_approx(2.0f * a) + 1.0f);
-  return std::copysign(a < 0.625f ? small : large, x);
-}
-inline float tanh_of(float x) { return tanh_approx(x); }
-inline double tanh_of(double x) { return std::tanh(x); }
 
 // The row loops take every array as a separate __restrict parameter: the
 // compiler then knows the gate blocks do not overlap and vectorises without
 // run-time overlap checks (there would be too many pairs to check).
-//
-// On x86-64 each loop is compiled twice, for any x86-64 CPU (SSE2: 4 floats at a
-// time) and for x86-64-v3 (AVX2 and FMA: 8 at a time, ~2.5x faster here); the
-// dynamic loader picks the one the CPU can run. Only an attribute can say this.
-#if defined(__x86_64__)
-#define ATTEND_ROW_LOOP_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define ATTEND_ROW_LOOP_CLONES
-#endif
+// ATTEND_SIMD_CLONES: compiled for AVX2 + FMA beside the baseline (core/fast_math.hpp).
 
 template <class T>
-ATTEND_ROW_LOOP_CLONES
+ATTEND_SIMD_CLONES
 void forward_gates(std::int64_t hidden, T* __restrict ai, T* __restrict af, T* __restrict ag, T* __restrict ao,
                    const T* __restrict bi, const T* __restrict bf, const T* __restrict bg, const T* __restrict bo,
                    const T* __restrict c_prev, T* __restrict c, T* __restrict tanh_c, T* __restrict h) {
@@ -100,7 +52,7 @@ void forward_gates(std::int64_t hidden, T* __restrict ai, T* __restrict af, T* _
 }
 
 template <class T>
-ATTEND_ROW_LOOP_CLONES
+ATTEND_SIMD_CLONES
 void backward_gates(std::int64_t hidden, const T* __restrict i_, const T* __restrict f_, const T* __restrict g_,
                     const T* __restrict o_, const T* __restrict c_prev, const T* __restrict tanh_c,
                     const T* __restrict dh, T* __restrict dc, T* __restrict dai, T* __restrict daf,
@@ -122,8 +74,6 @@ void backward_gates(std::int64_t hidden, const T* __restrict i_, const T* __rest
     dao[j] = d_o * o * (1 - o);
   }
 }
-
-#undef ATTEND_ROW_LOOP_CLONES
 
 }  // namespace
 

@@ -9,7 +9,7 @@
 //   c = f * c_prev + i * g
 //   h = o * tanh(c)
 //
-// float rows use a vectorisable exp/tanh (lstm_kernels.cpp, within 2.5 ulp of
+// float rows use the vectorisable exp/tanh of core/fast_math.hpp (within 2.5 ulp of
 // the exact values); double rows use std::exp and std::tanh.
 //
 // No two of the arrays passed may overlap.

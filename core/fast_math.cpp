@@ -1,0 +1,112 @@
+// The whole-array loops of fast_math.hpp. Each float loop calls the inline
+// polynomial versions, so GCC vectorises it (built with -fno-trapping-math, and
+// twice on x86-64: see ATTEND_SIMD_CLONES); the double loops call the library.
+#include "core/fast_math.hpp"
+
+namespace attend::fast_math {
+
+namespace {
+
+// Inlined into each caller, so compiled for the caller's target.
+template <class T, class F>
+void map(const T* x, T* y, std::int64_t n, F f) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = f(x[i]);
+}
+
+// Lanes of partial sums: one running sum is a chain of dependent additions; eight
+// independent ones fill a vector register and keep the adder busy.
+constexpr int kLanes = 8;
+
+template <class T>
+double add_lanes(const T (&lanes)[kLanes]) {
+  double total = 0;
+  for (int l = 0; l < kLanes; ++l) total += static_cast<double>(lanes[l]);
+  return total;
+}
+
+}  // namespace
+
+ATTEND_SIMD_CLONES void tanh(const float* x, float* y, std::int64_t n) {
+  map(x, y, n, [](float v) { return fast_math::tanh(v); });
+}
+void tanh(const double* x, double* y, std::int64_t n) {
+  map(x, y, n, [](double v) { return std::tanh(v); });
+}
+ATTEND_SIMD_CLONES void sigmoid(const float* x, float* y, std::int64_t n) {
+  map(x, y, n, [](float v) { return fast_math::sigmoid(v); });
+}
+void sigmoid(const double* x, double* y, std::int64_t n) {
+  map(x, y, n, [](double v) { return fast_math::sigmoid(v); });
+}
+
+ATTEND_SIMD_CLONES void tanh_of_sum(const float* __restrict a, const float* __restrict b, float* __restrict y,
+                                    std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = fast_math::tanh(a[i] + b[i]);
+}
+void tanh_of_sum(const double* __restrict a, const double* __restrict b, double* __restrict y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = std::tanh(a[i] + b[i]);
+}
+
+// The float sum is kept in double lanes: a row of 8,000 probabilities added in
+// float would lose ~4 digits on the way.
+ATTEND_SIMD_CLONES double exp_shifted_sum(const float* __restrict x, float shift, float* __restrict y,
+                                          std::int64_t n) {
+  double lanes[kLanes] = {};
+  std::int64_t k = 0;
+  if (y) {
+    for (; k + kLanes <= n; k += kLanes)
+      for (int l = 0; l < kLanes; ++l) {
+        y[k + l] = fast_math::exp(x[k + l] - shift);
+        lanes[l] += static_cast<double>(y[k + l]);
+      }
+    for (; k < n; ++k) {
+      y[k] = fast_math::exp(x[k] - shift);
+      lanes[0] += static_cast<double>(y[k]);
+    }
+  } else {
+    for (; k + kLanes <= n; k += kLanes)
+      for (int l = 0; l < kLanes; ++l) lanes[l] += static_cast<double>(fast_math::exp(x[k + l] - shift));
+    for (; k < n; ++k) lanes[0] += static_cast<double>(fast_math::exp(x[k] - shift));
+  }
+  return add_lanes(lanes);
+}
+double exp_shifted_sum(const double* __restrict x, double shift, double* __restrict y, std::int64_t n) {
+  double total = 0;
+  for (std::int64_t k = 0; k < n; ++k) {
+    const double e = std::exp(x[k] - shift);
+    if (y) y[k] = e;
+    total += e;
+  }
+  return total;
+}
+
+namespace {
+template <class T>
+double sum_of_squares_lanes(const T* x, std::int64_t n) {
+  double lanes[kLanes] = {};
+  std::int64_t k = 0;
+  for (; k + kLanes <= n; k += kLanes)
+    for (int l = 0; l < kLanes; ++l) lanes[l] += static_cast<double>(x[k + l]) * static_cast<double>(x[k + l]);
+  for (; k < n; ++k) lanes[0] += static_cast<double>(x[k]) * static_cast<double>(x[k]);
+  return add_lanes(lanes);
+}
+}  // namespace
+
+ATTEND_SIMD_CLONES double sum_of_squares(const float* x, std::int64_t n) { return sum_of_squares_lanes(x, n); }
+ATTEND_SIMD_CLONES double sum_of_squares(const double* x, std::int64_t n) { return sum_of_squares_lanes(x, n); }
+
+ATTEND_SIMD_CLONES float dot(const float* __restrict a, const float* __restrict b, std::int64_t n) {
+  float lanes[kLanes] = {};
+  std::int64_t k = 0;
+  for (; k + kLanes <= n; k += kLanes)
+    for (int l = 0; l < kLanes; ++l) lanes[l] += a[k + l] * b[k + l];
+  for (; k < n; ++k) lanes[0] += a[k] * b[k];
+  return static_cast<float>(add_lanes(lanes));
+}
+double dot(const double* __restrict a, const double* __restrict b, std::int64_t n) {
+  double total = 0;
+  for (std::int64_t k = 0; k < n; ++k) total += a[k] * b[k];
+  return total;
+}
+
+}  // namespace attend::fast_math
