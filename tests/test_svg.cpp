@@ -1,7 +1,11 @@
-// tools/svg: line charts and heatmaps are well-formed SVG with the promised parts.
+// tools/svg: line charts and heatmaps (alone or side by side) are well-formed SVG
+// with the promised parts.
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <string>
+
+#include <fmt/format.h>
 
 #include "core/error.hpp"
 #include "tests/xml_check.hpp"
@@ -71,4 +75,47 @@ TEST_CASE("a heatmap has one cell per value, labels and a colour scale") {
   CHECK(svg::colour(map, -1.0) == "#2166ac");
   map.values.pop_back();
   CHECK_THROWS_WITH_AS(svg::heatmap(map), "svg::heatmap: 3 x 3 values but 4 row and 3 column labels", Error);
+}
+
+namespace {
+int count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+int svg_width(const std::string& text) {
+  const std::size_t at = text.find("width=\"");
+  return std::stoi(text.substr(at + 7));
+}
+}  // namespace
+
+TEST_CASE("heatmaps side by side are one well-formed picture, each map whole in its own panel") {
+  svg::Heatmap alpha, dalpha;
+  alpha.title = "alpha";
+  alpha.column_labels = {"the", "red", "car"};
+  alpha.row_labels = {"la", "</s>"};
+  alpha.values = {{0.9, 0.05, 0.05}, {0.3, 0.3, 0.4}};
+  dalpha.title = "dL/dalpha";
+  dalpha.column_labels = {"a", "b"};
+  dalpha.row_labels = {"x"};
+  dalpha.values = {{-0.02, 0.01}};
+  dalpha.diverging = true;
+  const std::string text = svg::heatmaps_side_by_side({alpha, dalpha}, 30);
+  testing::XmlSummary s = testing::check_xml(text);
+  INFO(s.error);
+  REQUIRE(s.ok);
+  CHECK(s.elements["svg"] == 1);
+  CHECK(s.classes["panel"] == 2);
+  CHECK(s.classes["colour-scale"] == 2);
+  // One cell per value in each map: 6 in the first panel, 2 in the second.
+  const std::size_t second = text.find("<g class=\"panel\"", text.find("<g class=\"panel\"") + 1);
+  REQUIRE(second != std::string::npos);
+  CHECK(count(text.substr(0, second), "class=\"cell\"") == 6);
+  CHECK(count(text.substr(second), "class=\"cell\"") == 2);
+  // Each panel is the map heatmap() draws alone, placed after the first one and the gap.
+  const int first_width = svg_width(svg::heatmap(alpha)), second_width = svg_width(svg::heatmap(dalpha));
+  CHECK(svg_width(text) == first_width + 30 + second_width);
+  CHECK(text.find(fmt::format("translate({} 0)", first_width + 30)) != std::string::npos);
+  CHECK(text.find("#2166ac") != std::string::npos);  // the diverging scale is filled in per map: -0.02 is full blue
+  CHECK_THROWS_WITH_AS(svg::heatmaps_side_by_side({}), "svg::heatmaps_side_by_side: no heatmaps to draw", Error);
 }

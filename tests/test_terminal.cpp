@@ -1,4 +1,5 @@
-// tools/terminal: the progress bar's text and the attention drawing.
+// tools/terminal: the progress bar's text, the attention drawing, signed maps
+// (dL/dalpha) and text blocks side by side.
 #include <doctest/doctest.h>
 
 #include "core/error.hpp"
@@ -35,4 +36,54 @@ TEST_CASE("attention is drawn with source words above their columns") {
   CHECK(shaded.find("é") != std::string::npos);
   CHECK_THROWS_WITH_AS(attention_text({"a"}, {"x", "y"}, {{1.0}}), "attention_text: 1 rows of weights for 2 output tokens",
                        Error);
+}
+
+// Scale 0.4 (the NaN does not count). Unicode: quarters of the scale, rounded;
+// ASCII: tenths, rounded down. '+' for negative values (pushed up), '-' for positive.
+//   x: -0.4 (1.0: +█ +9)   0.11 (0.275: -░ -2)   0 (blank, 0)
+//   y:  0.2 (0.5: -▒ -5)  -0.29 (0.725: +▓ +7)   0.38 (0.95: -█ -9)
+//   z:  0   (blank, 0)    -0.03 (0.075: blank, 0: too small for a sign)   NaN
+TEST_CASE("signed maps show the sign and the size of each value against the largest") {
+  const std::vector<std::vector<double>> values = {{-0.4, 0.11, 0.0}, {0.2, -0.29, 0.38}, {0.0, -0.03, NAN}};
+  const std::vector<std::string> source = {"a", "bc", "d"}, output = {"x", "y", "z"};
+  CHECK(signed_scale(values) == 0.4);
+  CHECK(signed_text(source, output, values, true) == "  a  b  d  \n"
+                                                     "     c     \n"
+                                                     "x +9 -2  0 \n"
+                                                     "y -5 +7 -9 \n"
+                                                     "z  0  0  ? \n");
+  CHECK(signed_text(source, output, values) == "  a b d \n"
+                                               "    c   \n"
+                                               "x +█-░  \n"
+                                               "y -▒+▓-█\n"
+                                               "z     ??\n");
+  // The sign follows the value, not its position: flipping every value flips every sign.
+  std::vector<std::vector<double>> flipped = values;
+  for (auto& row : flipped)
+    for (double& v : row) v = -v;
+  CHECK(signed_text(source, output, flipped, true) == "  a  b  d  \n"
+                                                      "     c     \n"
+                                                      "x -9 +2  0 \n"
+                                                      "y +5 -7 +9 \n"
+                                                      "z  0  0  ? \n");
+  const std::string legend = signed_legend(0.4, true);
+  CHECK(legend.find("+ pushed up (dL/dalpha < 0), - pushed down (dL/dalpha > 0)") == 0);
+  CHECK(legend.find("k/10 of 0.4 (the largest)") != std::string::npos);
+  CHECK(signed_legend(0.4).find("█ |dL/dα| = 0.4 (the largest)") != std::string::npos);
+  CHECK_THROWS_WITH_AS(signed_text({"a"}, {"x"}, {{1.0, 2.0}}), "signed_text: a row has 2 values for 1 source tokens",
+                       Error);
+}
+
+TEST_CASE("an all-zero signed map is blank and its legend says so") {
+  const std::vector<std::vector<double>> zeros = {{0.0, -0.0}, {0.0, 0.0}};
+  CHECK(signed_scale(zeros) == 0.0);
+  CHECK(signed_text({"a", "b"}, {"x", "y"}, zeros) == "  a b \nx     \ny     \n");
+  CHECK(signed_text({"a", "b"}, {"x", "y"}, zeros, true) == "  a  b  \nx  0  0 \ny  0  0 \n");
+  CHECK(signed_legend(0.0, true) == "dL/dalpha is 0 everywhere: the loss does not push any weight");
+}
+
+TEST_CASE("blocks of text are put side by side, padded by the characters they show") {
+  CHECK(side_by_side("ab\nc\n", "1\n2\n3\n", 2) == "ab  1\nc   2\n    3\n");
+  CHECK(side_by_side("é\nab\n", "1\n2\n", 1) == "é  1\nab 2\n");  // é is two bytes but one column
+  CHECK(side_by_side("a\nb\nc\n", "1\n", 1) == "a 1\nb\nc\n");
 }

@@ -149,7 +149,15 @@ std::string colour(const Heatmap& map, double v) {
   return fmt::format("#{:02x}{:02x}{:02x}", mix(t, 255, 8), mix(t, 255, 48), mix(t, 255, 107));
 }
 
-std::string heatmap(const Heatmap& map) {
+namespace {
+// A heatmap's drawing without its enclosing <svg>, and the size it needs, so
+// that several heatmaps can share one picture.
+struct Panel {
+  std::string body;
+  int width = 0, height = 0;
+};
+
+Panel heatmap_panel(const Heatmap& map) {
   const std::size_t rows = map.values.size(), cols = rows ? map.values[0].size() : 0;
   if (map.row_labels.size() != rows || map.column_labels.size() != cols)
     fail("svg::heatmap: {} x {} values but {} row and {} column labels", rows, cols, map.row_labels.size(),
@@ -175,8 +183,8 @@ std::string heatmap(const Heatmap& map) {
   const int W = static_cast<int>(left + cell * static_cast<double>(cols) + scale_w + 20);
   const int H = static_cast<int>(std::max(top + cell * static_cast<double>(rows) + 40, top + 200));
 
-  std::string out = header(W, H);
-  out += fmt::format("<text class=\"title\" x=\"{}\" y=\"18\" font-size=\"14\">{}</text>\n", 10, escape(map.title));
+  std::string out = fmt::format("<text class=\"title\" x=\"{}\" y=\"18\" font-size=\"14\">{}</text>\n", 10,
+                                escape(map.title));
   out += "<g class=\"cells\">\n";
   for (std::size_t r = 0; r < rows; ++r)
     for (std::size_t c = 0; c < cols; ++c) {
@@ -215,8 +223,32 @@ std::string heatmap(const Heatmap& map) {
   }
   out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n", sx + 20, sy + 8, number(*m.hi));
   out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n", sx + 20, sy + sh, number(*m.lo));
-  out += "</g>\n</svg>\n";
-  return out;
+  out += "</g>\n";
+  return {out, W, H};
+}
+}  // namespace
+
+std::string heatmap(const Heatmap& map) {
+  const Panel panel = heatmap_panel(map);
+  return header(panel.width, panel.height) + panel.body + "</svg>\n";
+}
+
+std::string heatmaps_side_by_side(const std::vector<Heatmap>& maps, int gap) {
+  if (maps.empty()) fail("svg::heatmaps_side_by_side: no heatmaps to draw");
+  std::vector<Panel> panels;
+  int width = 0, height = 0;
+  for (const Heatmap& map : maps) {
+    panels.push_back(heatmap_panel(map));
+    width += panels.back().width + (panels.size() > 1 ? gap : 0);
+    height = std::max(height, panels.back().height);
+  }
+  std::string out = header(width, height);
+  int x = 0;
+  for (const Panel& panel : panels) {
+    out += fmt::format("<g class=\"panel\" transform=\"translate({} 0)\">\n", x) + panel.body + "</g>\n";
+    x += panel.width + gap;
+  }
+  return out + "</svg>\n";
 }
 
 }  // namespace attend::tools::svg

@@ -38,6 +38,10 @@ struct Heatmap {
   int cell = 28;  // cell size in pixels
 };
 std::string heatmap(const Heatmap& map);
+// Several heatmaps in one picture, left to right, `gap` pixels apart, each with
+// its own labels and colour scale (e.g. alpha next to dL/dalpha), each inside
+// a <g class="panel">.
+std::string heatmaps_side_by_side(const std::vector<Heatmap>& maps, int gap = 24);
 
 // Text made safe for XML content and attribute values.
 std::string escape(std::string_view text);

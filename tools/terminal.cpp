@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -67,41 +68,82 @@ void ProgressBar::finish(const std::string& status) {
   std::fflush(out_);
 }
 
-std::string attention_text(const std::vector<std::string>& source, const std::vector<std::string>& output,
-                           const std::vector<std::vector<double>>& weights, bool ascii) {
-  if (weights.size() != output.size())
-    fail("attention_text: {} rows of weights for {} output tokens", weights.size(), output.size());
-  for (const auto& row : weights)
+namespace {
+
+void check_map_shape(const char* op, const char* noun, const std::vector<std::string>& source,
+                     const std::vector<std::string>& output, const std::vector<std::vector<double>>& values) {
+  if (values.size() != output.size())
+    fail("{}: {} rows of {} for {} output tokens", op, values.size(), noun, output.size());
+  for (const auto& row : values)
     if (row.size() != source.size())
-      fail("attention_text: a row has {} weights for {} source tokens", row.size(), source.size());
-  // Width of one cell: 2 columns, so the picture stays roughly square.
-  static const char* kShades[] = {"  ", "░░", "▒▒", "▓▓", "██"};
-  std::size_t label_width = 1;
-  for (const auto& w : output) label_width = std::max(label_width, w.size());
-  std::string out;
-  // Source words written downwards, one character per line, above their columns
-  // (bytes of multi-byte UTF-8 characters are kept together).
-  std::vector<std::vector<std::string>> letters;
-  for (const auto& w : source) {
-    std::vector<std::string> chars;
-    for (std::size_t i = 0; i < w.size();) {
-      std::size_t n = 1;
-      const unsigned char c = static_cast<unsigned char>(w[i]);
-      if (c >= 0xF0) n = 4;
-      else if (c >= 0xE0) n = 3;
-      else if (c >= 0xC0) n = 2;
-      chars.push_back(w.substr(i, n));
-      i += n;
-    }
-    letters.push_back(chars);
+      fail("{}: a row has {} {} for {} source tokens", op, row.size(), noun, source.size());
+}
+
+// The UTF-8 characters of a word, each kept whole.
+std::vector<std::string> characters(const std::string& word) {
+  std::vector<std::string> chars;
+  for (std::size_t i = 0; i < word.size();) {
+    std::size_t n = 1;
+    const unsigned char c = static_cast<unsigned char>(word[i]);
+    if (c >= 0xF0) n = 4;
+    else if (c >= 0xE0) n = 3;
+    else if (c >= 0xC0) n = 2;
+    chars.push_back(word.substr(i, n));
+    i += n;
   }
+  return chars;
+}
+
+std::size_t label_width_of(const std::vector<std::string>& output) {
+  std::size_t width = 1;
+  for (const auto& w : output) width = std::max(width, w.size());
+  return width;
+}
+
+// Source words written downwards, one character per line, above their columns,
+// each column `column_width` wide.
+std::string source_header(const std::vector<std::string>& source, std::size_t label_width, std::size_t column_width) {
+  std::vector<std::vector<std::string>> letters;
+  for (const auto& w : source) letters.push_back(characters(w));
   std::size_t rows_of_letters = 0;
   for (const auto& l : letters) rows_of_letters = std::max(rows_of_letters, l.size());
+  const std::string pad(column_width - 1, ' ');
+  std::string out;
   for (std::size_t r = 0; r < rows_of_letters; ++r) {
     out += std::string(label_width + 1, ' ');
-    for (const auto& l : letters) out += (r < l.size() ? l[r] : " ") + std::string(" ");
+    for (const auto& l : letters) out += (r < l.size() ? l[r] : " ") + pad;
     out += '\n';
   }
+  return out;
+}
+
+std::size_t display_width(std::string_view line) {
+  std::size_t n = 0;
+  for (char c : line) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;  // continuation bytes take no column
+  return n;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    lines.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return lines;
+}
+
+}  // namespace
+
+std::string attention_text(const std::vector<std::string>& source, const std::vector<std::string>& output,
+                           const std::vector<std::vector<double>>& weights, bool ascii) {
+  check_map_shape("attention_text", "weights", source, output, weights);
+  // Width of one cell: 2 columns, so the picture stays roughly square.
+  static const char* kShades[] = {"  ", "░░", "▒▒", "▓▓", "██"};
+  const std::size_t label_width = label_width_of(output);
+  std::string out = source_header(source, label_width, 2);
   for (std::size_t t = 0; t < output.size(); ++t) {
     out += fmt::format("{:>{}} ", output[t], label_width);
     for (double w : weights[t]) {
@@ -109,6 +151,69 @@ std::string attention_text(const std::vector<std::string>& source, const std::ve
       if (ascii) out += fmt::format("{} ", std::min(9, static_cast<int>(std::clamp(w, 0.0, 1.0) * 10.0)));
       else out += kShades[level];
     }
+    out += '\n';
+  }
+  return out;
+}
+
+double signed_scale(const std::vector<std::vector<double>>& values) {
+  double scale = 0;
+  for (const auto& row : values)
+    for (double v : row)
+      if (std::isfinite(v)) scale = std::max(scale, std::abs(v));
+  return scale;
+}
+
+std::string signed_text(const std::vector<std::string>& source, const std::vector<std::string>& output,
+                        const std::vector<std::vector<double>>& values, bool ascii) {
+  check_map_shape("signed_text", "values", source, output, values);
+  static const char* kShades[] = {" ", "░", "▒", "▓", "█"};
+  const double scale = signed_scale(values);
+  // ASCII cells need a sign, a digit and a space to stay readable: 3 columns.
+  const std::size_t label_width = label_width_of(output);
+  std::string out = source_header(source, label_width, ascii ? 3 : 2);
+  for (std::size_t t = 0; t < output.size(); ++t) {
+    out += fmt::format("{:>{}} ", output[t], label_width);
+    for (double v : values[t]) {
+      if (!std::isfinite(v)) {
+        out += ascii ? " ? " : "??";
+        continue;
+      }
+      const double size = scale > 0 ? std::abs(v) / scale : 0.0;
+      const char* sign = v < 0 ? "+" : "-";  // negative gradient: descent raises the weight
+      if (ascii) {
+        const int digit = std::min(9, static_cast<int>(size * 10.0));
+        out += digit == 0 ? std::string(" 0 ") : fmt::format("{}{} ", sign, digit);
+      } else {
+        const int level = static_cast<int>(size * 4.0 + 0.5);
+        out += level == 0 ? std::string("  ") : std::string(sign) + kShades[level];
+      }
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+std::string signed_legend(double scale, bool ascii) {
+  const char* d = ascii ? "dL/dalpha" : "dL/dα";
+  if (!(scale > 0)) return fmt::format("{} is 0 everywhere: the loss does not push any weight", d);
+  std::string out = fmt::format("+ pushed up ({0} < 0), - pushed down ({0} > 0); ", d);
+  if (ascii)
+    out += fmt::format("digit k: |{}| at least k/10 of {:.3g} (the largest), 0: under 1/10", d, scale);
+  else
+    out += fmt::format("█ |{}| = {:.3g} (the largest), ▓ 3/4, ▒ 1/2, ░ 1/4 of it, blank: under 1/8", d, scale);
+  return out;
+}
+
+std::string side_by_side(const std::string& left, const std::string& right, std::size_t gap) {
+  const std::vector<std::string> a = lines_of(left), b = lines_of(right);
+  std::size_t width = 0;
+  for (const auto& l : a) width = std::max(width, display_width(l));
+  std::string out;
+  for (std::size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+    const std::string l = i < a.size() ? a[i] : "";
+    if (i < b.size()) out += l + std::string(width - display_width(l) + gap, ' ') + b[i];
+    else out += l;
     out += '\n';
   }
   return out;

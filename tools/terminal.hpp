@@ -42,4 +42,22 @@ class ProgressBar {
 std::string attention_text(const std::vector<std::string>& source, const std::vector<std::string>& output,
                            const std::vector<std::vector<double>>& weights, bool ascii = false);
 
+// Signed values (e.g. dL/dalpha) laid out like attention_text. Each cell is
+// measured against the scale, the largest finite |value|: '+' marks a negative
+// value (gradient descent pushes that weight up), '-' a positive one (pushed
+// down), followed by the size as a shade ░▒▓█ (quarters of the scale, rounded)
+// or, when `ascii`, a digit 0-9 (tenths, rounded down) and a space. A cell whose
+// size rounds to nothing gets no sign (blank, or " 0 "), so every sign drawn is
+// one the scale can show; "??" / " ? " marks a non-finite value.
+std::string signed_text(const std::vector<std::string>& source, const std::vector<std::string>& output,
+                        const std::vector<std::vector<double>>& values, bool ascii = false);
+// The scale signed_text uses: the largest finite |value|, 0 if there is none.
+double signed_scale(const std::vector<std::vector<double>>& values);
+// One line explaining signed_text's glyphs and the scale, without a newline.
+std::string signed_legend(double scale, bool ascii = false);
+
+// Two blocks of text next to each other, line by line: the left one padded to
+// its widest line (counted in UTF-8 characters) plus `gap` spaces.
+std::string side_by_side(const std::string& left, const std::string& right, std::size_t gap = 4);
+
 }  // namespace attend::tools
