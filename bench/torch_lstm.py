@@ -9,7 +9,9 @@ machine hits both alike, and prints the ratio:
 
     /usr/bin/python3 bench/torch_lstm.py --attend build/release/bench/bench_lstm
 
-OPENBLAS_* variables in the environment are left as they are for both sides.
+Both sides run their GEMMs on the same number of OpenBLAS threads
+(bench/torch_threads.py says why PyTorch needs telling). Other OPENBLAS_*
+variables in the environment are left as they are for both sides.
 """
 import argparse
 import re
@@ -19,12 +21,14 @@ import time
 
 import torch
 
+from torch_threads import set_threads
+
 B, T, I, H = 64, 30, 128, 256
 WARMUP, RUNS = 5, 20
 
 
 def measure_torch(threads):
-    torch.set_num_threads(threads)
+    set_threads(threads)
     torch.manual_seed(0)
     lstm = torch.nn.LSTM(I, H, batch_first=True)
     x = torch.randn(B, T, I, requires_grad=True)

@@ -18,6 +18,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from torch_threads import set_threads
+
 
 class Attention(nn.Module):
     def __init__(self, kind, query_size, key_size):
@@ -151,7 +153,7 @@ def main():
     p.add_argument("--seed", type=int, default=1)
     args = p.parse_args()
 
-    torch.set_num_threads(args.threads)
+    threads_line = set_threads(args.threads)
     torch.manual_seed(args.seed)
     model = Seq2Seq(args)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
@@ -187,6 +189,7 @@ def main():
     gflop = flops_per_step(args) / 1e9
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"pytorch {torch.__version__}  threads {args.threads}  attention {args.attention}")
+    print(f"# {threads_line}")
     print(f"train step   median {step_ms:9.2f} ms   {B * T / (step_ms / 1e3):10.0f} target tokens/s   "
           f"{gflop:.2f} GFLOP/step   {gflop / (step_ms / 1e3):.1f} GFLOP/s")
     print(f"greedy decode median {decode_ms:9.2f} ms   {B * T / (decode_ms / 1e3):10.0f} tokens/s")
