@@ -66,9 +66,11 @@ Trainer::Trainer(Seq2Seq& model, const Vocabulary& target_vocab, const std::vect
   if (train_.empty()) fail("train: no training pairs");
 }
 
+double Trainer::elapsed_seconds() const { return elapsed_before_ + (now_seconds() - session_start_); }
+
 bool Trainer::out_of_time() const {
   if (options_.max_steps > 0 && global_step_ >= options_.max_steps) return true;
-  return options_.minutes > 0 && elapsed_before_ + (now_seconds() - session_start_) >= options_.minutes * 60;
+  return options_.minutes > 0 && elapsed_seconds() >= options_.minutes * 60;
 }
 
 double Trainer::evaluate_loss(const std::vector<EncodedPair>& data) {
@@ -114,7 +116,6 @@ double Trainer::evaluate_bleu(const std::vector<EncodedPair>& data, std::int64_t
 
 std::vector<EpochReport> Trainer::run() {
   session_start_ = now_seconds();
-  const double start_elapsed = elapsed_before_;
   if (!options_.out_dir.empty()) std::filesystem::create_directories(options_.out_dir);
   BatchingOptions batching;
   batching.batch_size = options_.batch;
@@ -127,7 +128,7 @@ std::vector<EpochReport> Trainer::run() {
   model_.train();
   std::vector<EpochReport> reports;
   auto save_and_return = [&] {
-    elapsed_before_ = start_elapsed + (now_seconds() - session_start_);
+    elapsed_before_ = elapsed_seconds();  // a later run() starts a new session
     session_start_ = now_seconds();
     if (!options_.out_dir.empty()) save_checkpoint();
     return reports;
@@ -172,7 +173,7 @@ std::vector<EpochReport> Trainer::run() {
         p.step = global_step_;
         p.train_loss = curve_loss_sum_ / static_cast<double>(curve_tokens_);
         p.valid_loss = evaluate_loss(std::vector<EncodedPair>(valid_.begin(), valid_.begin() + n));
-        p.elapsed_seconds = start_elapsed + (now_seconds() - session_start_);
+        p.elapsed_seconds = elapsed_seconds();
         curve_.push_back(p);
         curve_loss_sum_ = 0;
         curve_tokens_ = 0;
@@ -185,7 +186,7 @@ std::vector<EpochReport> Trainer::run() {
         r.global_step = global_step_;
         r.loss = loss_value;
         r.tokens_per_second = static_cast<double>(batch.target_tokens) / std::max(now_seconds() - t0, 1e-9);
-        r.elapsed_seconds = start_elapsed + (now_seconds() - session_start_);
+        r.elapsed_seconds = elapsed_seconds();
         on_step(r);
       }
     }
@@ -196,7 +197,6 @@ std::vector<EpochReport> Trainer::run() {
     epoch_loss_sum_ = 0;
     epoch_tokens_ = 0;
     epoch_steps_ = 0;
-    elapsed_before_ = start_elapsed + (now_seconds() - session_start_);
     if (!options_.out_dir.empty()) save_checkpoint();
   }
   return save_and_return();
@@ -211,7 +211,7 @@ void Trainer::finish_epoch(double loss_sum, std::int64_t tokens, std::int64_t st
   r.valid_loss = evaluate_loss(valid_);
   r.valid_perplexity = std::exp(r.valid_loss);
   r.valid_bleu = options_.bleu_sentences > 0 ? evaluate_bleu(valid_, options_.bleu_sentences) : NAN;
-  r.elapsed_seconds = elapsed_before_ + (now_seconds() - session_start_);
+  r.elapsed_seconds = elapsed_seconds();
   const double key = std::isfinite(r.valid_loss) ? r.valid_loss : r.train_loss;
   r.best = key < best_valid_loss_;
   if (r.best) {
@@ -250,7 +250,7 @@ void Trainer::save_checkpoint() const {
       {"epoch_loss_sum", epoch_loss_sum_},
       {"epoch_tokens", epoch_tokens_},
       {"epoch_steps", epoch_steps_},
-      {"elapsed_seconds", elapsed_before_},
+      {"elapsed_seconds", elapsed_seconds()},
       {"best_valid_loss", best_valid_loss_},
       {"sampling_generator", generator_json(sampling_)},
       {"dropout_generator", generator_json(model_.dropout_generator())},

@@ -103,6 +103,7 @@ class Trainer {
 
  private:
   bool out_of_time() const;
+  double elapsed_seconds() const;  // training seconds over all sessions, this one included
   void finish_epoch(double loss_sum, std::int64_t tokens, std::int64_t steps, bool complete);
   void append_log(const EpochReport& r) const;
 
@@ -116,7 +117,9 @@ class Trainer {
   std::int64_t epoch_ = 0, position_ = 0, global_step_ = 0;
   double epoch_loss_sum_ = 0;  // of the current, unfinished epoch
   std::int64_t epoch_tokens_ = 0, epoch_steps_ = 0;
-  double elapsed_before_ = 0;  // training seconds of earlier sessions (resume)
+  // Training time: elapsed_before_ holds the seconds of earlier sessions (resume)
+  // and stays fixed while run() runs; elapsed_seconds() adds this session's.
+  double elapsed_before_ = 0;
   double best_valid_loss_ = 1e300;
   std::vector<EpochReport> history_;
   std::vector<CurvePoint> curve_;

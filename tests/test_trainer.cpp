@@ -2,6 +2,7 @@
 // one, checkpoints are complete and loadable, a non-finite loss stops training.
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <filesystem>
 
 #include "core/file_io.hpp"
@@ -179,4 +180,27 @@ TEST_CASE("a stop request saves and returns") {
   CHECK(t.global_step() == 2);
   CHECK(fs::exists(fs::path(dir) / "trainer_state.json"));
   fs::remove_all(dir);
+}
+
+// A time budget spans epochs: the time of finished epochs must count once. (It
+// once counted again at every epoch's end, and a 8:30 run stopped after 4:20.)
+TEST_CASE("a time budget is spent in full, over many epochs, and counted once") {
+  ToyData d = toy_data(20);
+  Generator init(5);
+  Seq2Seq model(small_config(d), init);
+  TrainOptions o;
+  o.batch = 4;
+  o.epochs = 100000;
+  o.minutes = 1.5 / 60;  // 1.5 s: dozens of these tiny epochs
+  o.bleu_sentences = 0;
+  Trainer t(model, d.target, d.train, d.valid, o);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<EpochReport> reports = t.run();
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  REQUIRE(reports.size() >= 3);  // several epochs ran, so the bug would have shown
+  CHECK(reports.back().elapsed_seconds >= 1.5);
+  CHECK(wall >= 1.5);
+  // Each report's elapsed time is the time since the run began, not a sum of sums.
+  CHECK(reports.back().elapsed_seconds <= wall + 1e-3);
+  for (std::size_t i = 1; i < reports.size(); ++i) CHECK(reports[i].elapsed_seconds >= reports[i - 1].elapsed_seconds);
 }
