@@ -46,8 +46,8 @@ BleuReport evaluate_bleu_by_length(Seq2Seq& model, const std::vector<SentencePai
                                    const DecodeOptions& options = {}, std::int64_t width = 10);
 
 // One sentence pair through the model with teacher forcing, and the gradient
-// of its loss at the attention weights: which alignments the loss pushes up
-// (dL/dalpha < 0) and which down (> 0).
+// of its loss at the attention weights: which alignments the loss wants up
+// (dL/dalpha < 0: it falls if they grow) and which down (> 0).
 struct AttentionGradients {
   std::vector<std::string> source_tokens, target_tokens;  // target ends with </s>
   std::vector<std::vector<double>> alpha, dalpha;          // [target token][source token]

@@ -142,7 +142,7 @@ void check_block(const std::vector<std::string>& block, const AttentionGradients
   std::size_t legend = block.size();
   for (std::size_t i = 0; i < block.size(); ++i) {
     if (starts_with(block[i], "  loss: ")) loss = number_after(block[i], "loss: ");
-    if (starts_with(block[i], "+ pushed up")) legend = i;
+    if (starts_with(block[i], "+ wanted up")) legend = i;
   }
   CHECK(loss == doctest::Approx(g.loss).epsilon(1e-3));
   REQUIRE_MESSAGE(legend < block.size(), "no legend line");
@@ -164,12 +164,12 @@ void check_block(const std::vector<std::string>& block, const AttentionGradients
       CHECK(w[S + 2 + j] == expected_glyph(g.dalpha[t][j], scale));
     }
   }
-  // The strongest push up is the most negative gradient.
+  // The strongest want up is the most negative gradient.
   double lowest = 0;
   for (const auto& row : g.dalpha)
     for (double v : row) lowest = std::min(lowest, v);
   for (const std::string& l : block)
-    if (starts_with(l, "  pushed up most:")) {
+    if (starts_with(l, "  wanted up most:")) {
       if (lowest < 0) CHECK(number_after(l, "dL/dalpha = ") == doctest::Approx(lowest).epsilon(1e-3));
       else CHECK(l.find("none") != std::string::npos);
     }

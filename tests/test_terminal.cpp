@@ -39,7 +39,7 @@ TEST_CASE("attention is drawn with source words above their columns") {
 }
 
 // Scale 0.4 (the NaN does not count). Unicode: quarters of the scale, rounded;
-// ASCII: tenths, rounded down. '+' for negative values (pushed up), '-' for positive.
+// ASCII: tenths, rounded down. '+' for negative values (wanted up), '-' for positive.
 //   x: -0.4 (1.0: +█ +9)   0.11 (0.275: -░ -2)   0 (blank, 0)
 //   y:  0.2 (0.5: -▒ -5)  -0.29 (0.725: +▓ +7)   0.38 (0.95: -█ -9)
 //   z:  0   (blank, 0)    -0.03 (0.075: blank, 0: too small for a sign)   NaN
@@ -67,7 +67,7 @@ TEST_CASE("signed maps show the sign and the size of each value against the larg
                                                       "y +5 -7 +9 \n"
                                                       "z  0  0  ? \n");
   const std::string legend = signed_legend(0.4, true);
-  CHECK(legend.find("+ pushed up (dL/dalpha < 0), - pushed down (dL/dalpha > 0)") == 0);
+  CHECK(legend.find("+ wanted up (dL/dalpha < 0: the loss falls if it grows), - wanted down (dL/dalpha > 0)") == 0);
   CHECK(legend.find("k/10 of 0.4 (the largest)") != std::string::npos);
   CHECK(signed_legend(0.4).find("█ |dL/dα| = 0.4 (the largest)") != std::string::npos);
   CHECK_THROWS_WITH_AS(signed_text({"a"}, {"x"}, {{1.0, 2.0}}), "signed_text: a row has 2 values for 1 source tokens",
@@ -79,7 +79,7 @@ TEST_CASE("an all-zero signed map is blank and its legend says so") {
   CHECK(signed_scale(zeros) == 0.0);
   CHECK(signed_text({"a", "b"}, {"x", "y"}, zeros) == "  a b \nx     \ny     \n");
   CHECK(signed_text({"a", "b"}, {"x", "y"}, zeros, true) == "  a  b  \nx  0  0 \ny  0  0 \n");
-  CHECK(signed_legend(0.0, true) == "dL/dalpha is 0 everywhere: the loss does not push any weight");
+  CHECK(signed_legend(0.0, true) == "dL/dalpha is 0 everywhere: no weight changes the loss");
 }
 
 TEST_CASE("blocks of text are put side by side, padded by the characters they show") {

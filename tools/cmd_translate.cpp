@@ -65,8 +65,8 @@ ExplainPair split_pair(const std::string& line, std::size_t number) {
   return p;
 }
 
-// The strongest push in one direction: the cell with the most negative
-// (sign -1: pushed up) or most positive (+1: pushed down) gradient.
+// The strongest want in one direction: the cell with the most negative
+// (sign -1: wanted up) or most positive (+1: wanted down) gradient.
 std::string strongest(const AttentionGradients& g, int sign, const char* a, const char* d) {
   std::size_t best_t = 0, best_j = 0;
   double best = 0;
@@ -81,7 +81,7 @@ std::string strongest(const AttentionGradients& g, int sign, const char* a, cons
 void write_explain_svg(const std::string& path, const AttentionGradients& g, const std::string& row_axis) {
   svg::Heatmap a, d;
   a.title = "alpha (teacher forced)";
-  d.title = "dL/dalpha: blue pushed up, red pushed down";
+  d.title = "dL/dalpha: blue wanted up, red wanted down";
   a.column_labels = d.column_labels = g.source_tokens;
   a.row_labels = d.row_labels = g.target_tokens;
   a.values = g.alpha;
@@ -122,8 +122,8 @@ void explain_one(LoadedModel& m, const TranslateFlags& f, std::size_t number, co
   const std::string right =
       fmt::format("{} (gradient of the loss)\n", d) + signed_text(g.source_tokens, g.target_tokens, g.dalpha, f.ascii);
   fmt::print("{}{}\n", side_by_side(left, right), signed_legend(signed_scale(g.dalpha), f.ascii));
-  fmt::print("  pushed up most:   {}\n", strongest(g, -1, a, d));
-  fmt::print("  pushed down most: {}\n", strongest(g, +1, a, d));
+  fmt::print("  wanted up most:   {}\n", strongest(g, -1, a, d));
+  fmt::print("  wanted down most: {}\n", strongest(g, +1, a, d));
   if (!f.svg_prefix.empty()) {
     const std::string path = fmt::format("{}_{}.svg", f.svg_prefix, number);
     write_explain_svg(path, g, pair.has_reference ? "reference" : "greedy translation");
@@ -212,9 +212,11 @@ void add_translate_command(CLI::App& app) {
   cmd->footer(
       "--explain-grad reads 'source<TAB>reference' lines and, for each, differentiates the loss of the reference\n"
       "(teacher forcing) at the attention weights: it prints the translation, the loss per token, then alpha and\n"
-      "dL/dalpha side by side. '+' marks a weight the loss pushes up (dL/dalpha < 0), '-' one it pushes down\n"
-      "(dL/dalpha > 0), sized against the largest |dL/dalpha|. A line without a tab is explained against the\n"
-      "model's own greedy translation. The model needs attention (additive, dot or general).\n"
+      "dL/dalpha side by side. '+' marks a weight the loss wants up (dL/dalpha < 0: the loss falls if it grows),\n"
+      "'-' one it wants down (dL/dalpha > 0), sized against the largest |dL/dalpha|. The weights of a row sum to 1,\n"
+      "so training moves the score e_j by dL/dalpha_j minus the alpha-weighted mean of its row, not by its sign\n"
+      "alone. A line without a tab is explained against the model's own greedy translation. The model needs\n"
+      "attention (additive, dot or general).\n"
       "  printf 'the red car\\tla voiture rouge\\n' | attend translate --model DIR --explain-grad --svg grad");
   cmd->add_option("--model", f->model, "Model directory written by attend train")->capture_default_str();
   cmd->add_option("--beam", f->beam,
@@ -225,7 +227,7 @@ void add_translate_command(CLI::App& app) {
   cmd->add_flag("--show-attention", f->show_attention, "Draw the attention weights under each translation");
   auto* explain = cmd->add_flag("--explain-grad", f->explain_grad,
                                 "For each 'source<TAB>reference' line: alpha and dL/dalpha side by side, the loss "
-                                "per token and the strongest pushes (implies --show-attention)");
+                                "per token and the strongest wants (implies --show-attention)");
   cmd->add_option("--svg", f->svg_prefix,
                   "With --explain-grad: also write PREFIX_N.svg (N: the input line, from 1) with both heatmaps")
       ->type_name("PREFIX")

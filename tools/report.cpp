@@ -198,7 +198,7 @@ nlohmann::json write_report(const ReportInput& in) {
                                                  tokenize(pair.target, in.tokenizer), *in.source_vocab, *in.target_vocab);
       svg::Heatmap a, d;
       a.title = "alpha (additive, teacher forced)";
-      d.title = "dL/dalpha: blue pushed up, red pushed down";
+      d.title = "dL/dalpha: blue wanted up, red wanted down";
       a.column_labels = d.column_labels = g.source_tokens;
       a.row_labels = d.row_labels = g.target_tokens;
       a.values = g.alpha;

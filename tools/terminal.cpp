@@ -196,8 +196,8 @@ std::string signed_text(const std::vector<std::string>& source, const std::vecto
 
 std::string signed_legend(double scale, bool ascii) {
   const char* d = ascii ? "dL/dalpha" : "dL/dα";
-  if (!(scale > 0)) return fmt::format("{} is 0 everywhere: the loss does not push any weight", d);
-  std::string out = fmt::format("+ pushed up ({0} < 0), - pushed down ({0} > 0); ", d);
+  if (!(scale > 0)) return fmt::format("{} is 0 everywhere: no weight changes the loss", d);
+  std::string out = fmt::format("+ wanted up ({0} < 0: the loss falls if it grows), - wanted down ({0} > 0); ", d);
   if (ascii)
     out += fmt::format("digit k: |{}| at least k/10 of {:.3g} (the largest), 0: under 1/10", d, scale);
   else

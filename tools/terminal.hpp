@@ -44,8 +44,8 @@ std::string attention_text(const std::vector<std::string>& source, const std::ve
 
 // Signed values (e.g. dL/dalpha) laid out like attention_text. Each cell is
 // measured against the scale, the largest finite |value|: '+' marks a negative
-// value (gradient descent pushes that weight up), '-' a positive one (pushed
-// down), followed by the size as a shade ░▒▓█ (quarters of the scale, rounded)
+// value (the loss falls if that weight grows: wanted up), '-' a positive one
+// (wanted down), followed by the size as a shade ░▒▓█ (quarters of the scale, rounded)
 // or, when `ascii`, a digit 0-9 (tenths, rounded down) and a space. A cell whose
 // size rounds to nothing gets no sign (blank, or " 0 "), so every sign drawn is
 // one the scale can show; "??" / " ? " marks a non-finite value.
