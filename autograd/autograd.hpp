@@ -1,7 +1,10 @@
 #pragma once
-// Everything in autograd/: ops, the graph, gradcheck, to_dot.
+// Everything in autograd/: ops, the graph, gradcheck, to_dot, optimizers and
+// learning-rate schedules.
 #include "autograd/dot.hpp"
 #include "autograd/grad_mode.hpp"
 #include "autograd/gradcheck.hpp"
+#include "autograd/lr_schedule.hpp"
 #include "autograd/node.hpp"
 #include "autograd/ops.hpp"
+#include "autograd/optim.hpp"

@@ -105,7 +105,8 @@ double exp_shifted_sum(const double* x, double shift, double* y, std::int64_t n)
 double sum_of_squares(const float* x, std::int64_t n);
 double sum_of_squares(const double* x, std::int64_t n);
 
-// sum_k a_k b_k, with independent accumulators (so not in index order).
+// sum_k a_k b_k; the float version with independent accumulators (so not in
+// index order), the double version in index order.
 float dot(const float* a, const float* b, std::int64_t n);
 double dot(const double* a, const double* b, std::int64_t n);
 

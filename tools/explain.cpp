@@ -66,7 +66,7 @@ struct Setup {
   Tensor context(const Tensor& alpha, const Tensor& H_) const {  // c = sum_j alpha_j h_j
     return reshape(matmul(reshape(alpha, {1, 1, kS}), H_), {1, kH});
   }
-  Tensor attentional(const Tensor& s_, const Tensor& c) const {  // h~ = tanh(W_c [s; c])
+  Tensor attentional(const Tensor& s_, const Tensor& c) const {  // h~ = tanh(W_c [s; c] + b_c)
     return tanh(model->combine.forward(concat({s_, c}, 1)));
   }
   Tensor logits(const Tensor& ht) const { return model->project.forward(ht); }  // z = W_out h~ + b_out
@@ -207,7 +207,7 @@ void print_forward(Report& r, const Setup& st, const Pass& fused, const Pass& co
   r.line("The model: attend's Seq2Seq (models/seq2seq.hpp) in float64 with hidden size 4 and {} attention,", kind);
   r.line("untrained, its parameters drawn with seed {}. One decoder step: its attention layer reads the encoder", seed);
   r.line("states h_1..h_3 of the source \"the cat sleeps\" and the decoder state s, then the attentional layer");
-  r.line("h~ = tanh(W_c [s; c]) and the output projection z = W_out h~ + b_out. The step should predict");
+  r.line("h~ = tanh(W_c [s; c] + b_c) and the output projection z = W_out h~ + b_out. The step should predict");
   r.line("y = \"chat\" (id {}); its loss is the cross-entropy L = −log p_y. The h_j and s are drawn uniformly", kChat);
   r.line("from (−1, 1) with the same seed (in training they come from the encoder LSTM and the decoder");
   r.line("LSTMCell). Positions j and components i, a, m count from 1; k is a token id.");
@@ -231,8 +231,8 @@ void print_forward(Report& r, const Setup& st, const Pass& fused, const Pass& co
     sum += fused.alpha[j];
   }
   r.line("             Σ_j α_j = {:>13.8f}", sum);
-  r.line("  context c = Σ_j α_j h_j          {}", vec(fused.c));
-  r.line("  attentional h~ = tanh(W_c [s; c]) {}", vec(fused.ht));
+  r.line("  context c = Σ_j α_j h_j                 {}", vec(fused.c));
+  r.line("  attentional h~ = tanh(W_c [s; c] + b_c) {}", vec(fused.ht));
   r.line("  logits z = W_out h~ + b_out, output distribution p = softmax(z)");
   r.line("     k  token             z_k          p_k");
   for (std::int64_t k = 0; k < kV; ++k)

@@ -1,7 +1,7 @@
 #pragma once
 // The catalogue of gradient-check cases behind `attend gradcheck`: every op,
-// several cases each. Each family of ops contributes its cases from its own
-// file (cases_<family>.cpp); op_cases() gathers them.
+// several cases each. Each family of ops contributes its cases through an
+// add_*_cases function in one of tools/cases_*.cpp; op_cases() gathers them.
 #include <functional>
 #include <string>
 #include <vector>
@@ -18,7 +18,7 @@ struct OpCase {
 
 std::vector<OpCase> op_cases();
 
-// One per family, each in tools/cases_<family>.cpp.
+// One per family, in tools/cases_*.cpp as each declaration says.
 void add_elementwise_cases(std::vector<OpCase>& cases);
 void add_matmul_cases(std::vector<OpCase>& cases);
 void add_softmax_cases(std::vector<OpCase>& cases);  // cases_softmax.cpp
