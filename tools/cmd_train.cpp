@@ -26,9 +26,15 @@ struct TrainFlags {
   DataFlags data;
   std::string attention = "additive";
   std::int64_t embed = 64, hidden = 128, layers = 1;
-  bool bidirectional = false;
+  bool bidirectional = true;  // as in Bahdanau et al.: each h_j sees the whole sentence
   double dropout = 0.0;
-  TrainOptions train;
+  // Adam at 2e-3 rather than the library's (PyTorch's) 1e-3: on the toy language
+  // it reaches the same loss in about half the steps, and no less stably.
+  TrainOptions train = [] {
+    TrainOptions o;
+    o.lr = 2e-3;
+    return o;
+  }();
   int threads = 1;
   std::string out = "model";
   bool resume = false;
@@ -139,7 +145,8 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--embed", f.embed, "Embedding size")->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--hidden", f.hidden, "LSTM hidden size")->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--layers", f.layers, "Encoder LSTM layers")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_flag("--bidirectional", f.bidirectional, "Bidirectional encoder");
+  cmd->add_flag("--bidirectional,!--unidirectional", f.bidirectional, "Bidirectional encoder (the default), or not")
+      ->capture_default_str();
   cmd->add_option("--dropout", f.dropout, "Dropout on embeddings, between layers and before the output")
       ->check(CLI::Range(0.0, 0.95))
       ->capture_default_str();

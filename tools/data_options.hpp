@@ -14,7 +14,7 @@ namespace attend::tools {
 struct DataFlags {
   std::string tsv;          // --data
   bool toy = false;         // --toy
-  std::int64_t toy_n = 20000;
+  std::int64_t toy_n = 60000;
   int toy_min_len = 3, toy_max_len = 60;
   std::string gettext_dir;  // --gettext
   std::string lang = "fr";
