@@ -14,6 +14,7 @@
 #include "models/evaluation.hpp"
 #include "models/model_dir.hpp"
 #include "tools/commands.hpp"
+#include "tools/report.hpp"
 #include "tools/svg.hpp"
 #include "tools/terminal.hpp"
 
@@ -79,18 +80,8 @@ std::string strongest(const AttentionGradients& g, int sign, const char* a, cons
 }
 
 void write_explain_svg(const std::string& path, const AttentionGradients& g, const std::string& row_axis) {
-  svg::Heatmap a, d;
-  a.title = "alpha (teacher forced)";
-  d.title = "dL/dalpha: blue wanted up, red wanted down";
-  a.column_labels = d.column_labels = g.source_tokens;
-  a.row_labels = d.row_labels = g.target_tokens;
-  a.values = g.alpha;
-  d.values = g.dalpha;
-  a.lo = 0, a.hi = 1;
-  d.diverging = true;
-  a.column_axis = d.column_axis = "source";
-  a.row_axis = d.row_axis = row_axis;
-  write_file_atomic(path, svg::heatmaps_side_by_side({a, d}));
+  const GradientHeatmaps maps = gradient_heatmaps(g, "alpha (teacher forced)", row_axis);
+  write_file_atomic(path, svg::heatmaps_side_by_side({maps.alpha, maps.dalpha}));
 }
 
 void explain_one(LoadedModel& m, const TranslateFlags& f, std::size_t number, const ExplainPair& pair,

@@ -33,6 +33,23 @@ const LengthBucket* bucket(const ReportRun& r, std::int64_t lo) {
 
 }  // namespace
 
+GradientHeatmaps gradient_heatmaps(const AttentionGradients& g, const std::string& alpha_title,
+                                   const std::string& row_axis) {
+  GradientHeatmaps maps;
+  svg::Heatmap &a = maps.alpha, &d = maps.dalpha;
+  a.title = alpha_title;
+  d.title = "dL/dalpha: blue wanted up, red wanted down";
+  a.column_labels = d.column_labels = g.source_tokens;
+  a.row_labels = d.row_labels = g.target_tokens;
+  a.values = g.alpha;
+  d.values = g.dalpha;
+  a.lo = 0, a.hi = 1;
+  d.diverging = true;
+  a.column_axis = d.column_axis = "source";
+  a.row_axis = d.row_axis = row_axis;
+  return maps;
+}
+
 int find_reordering_sentence(const std::vector<SentencePair>& pairs, int lo, int hi) {
   std::set<std::string> after;
   for (const auto& a : toy::adjectives())
@@ -196,22 +213,12 @@ nlohmann::json write_report(const ReportInput& in) {
     if (label == "crossing") {  // the gradient at the weights, for the reference translation
       AttentionGradients g = attention_gradients(*additive.model, tokenize(pair.source, in.tokenizer),
                                                  tokenize(pair.target, in.tokenizer), *in.source_vocab, *in.target_vocab);
-      svg::Heatmap a, d;
-      a.title = "alpha (additive, teacher forced)";
-      d.title = "dL/dalpha: blue wanted up, red wanted down";
-      a.column_labels = d.column_labels = g.source_tokens;
-      a.row_labels = d.row_labels = g.target_tokens;
-      a.values = g.alpha;
-      d.values = g.dalpha;
-      a.lo = 0, a.hi = 1;
-      d.diverging = true;
-      a.column_axis = d.column_axis = "source";
-      a.row_axis = d.row_axis = "reference output";
+      auto [a, d] = gradient_heatmaps(g, "alpha (additive, teacher forced)", "reference output");
       figures.push_back({"gradient_alpha.svg", a.title, svg::heatmap(a),
                          "The attention weights while the model reads the reference translation (teacher forcing)."});
       figures.push_back({"gradient_dalpha.svg", d.title, svg::heatmap(d),
-                         fmt::format("The gradient of the loss ({:.3f} per token) at each weight: gradient descent raises "
-                                     "the blue weights and lowers the red ones. A well-trained model shows little of "
+                         fmt::format("The gradient of the loss ({:.3f} per token) at each weight: the loss would fall if "
+                                     "the blue weights grew and the red ones shrank. A well-trained model shows little of "
                                      "either; early in training this picture is where alignment is learned.",
                                      g.loss)});
       results["gradient_example"] = {{"source", g.source_tokens}, {"target", g.target_tokens}, {"alpha", g.alpha},

@@ -8,6 +8,7 @@
 #include "models/evaluation.hpp"
 #include "models/trainer.hpp"
 #include "tools/experiment.hpp"
+#include "tools/svg.hpp"
 
 namespace attend::tools {
 
@@ -33,6 +34,15 @@ struct ReportInput {
 // Writes the SVG figures and report.html into options.out_dir; returns every
 // number in them (results.json).
 nlohmann::json write_report(const ReportInput& input);
+
+// The two pictures of an attention_gradients result: alpha (titled
+// `alpha_title`, shaded 0 to 1) and dL/dalpha (diverging around 0), with the
+// source tokens across and the target tokens, called `row_axis`, down.
+struct GradientHeatmaps {
+  svg::Heatmap alpha, dalpha;
+};
+GradientHeatmaps gradient_heatmaps(const AttentionGradients& g, const std::string& alpha_title,
+                                   const std::string& row_axis);
 
 // The sentence-choosing rule, exposed for tests: the index of the first test
 // pair whose source has an adjective that French puts after its noun and whose
