@@ -41,22 +41,8 @@ void binary_backward(const Shape& y, const Shape& a, const Shape& b, G g) {
   }
 }
 
-// Forward of a unary op: y[i] = f(x[i]).
-template <class F>
-Tensor unary_forward(const char* op, const Tensor& x, F f) {
-  check_defined(op, x);
-  Tensor y = empty_like(x);
-  dispatch(x.dtype(), [&](auto zero) {
-    using T = decltype(zero);
-    const T* px = x.data<T>();
-    T* py = y.data<T>();
-    for (std::int64_t i = 0, n = x.numel(); i < n; ++i) py[i] = f(px[i]);
-  });
-  return y;
-}
-
-// Forward of a unary op over the whole array at once: f(x, y, n), one of the
-// vectorised loops of core/fast_math.hpp.
+// Forward of a unary op over the whole array at once: f(x, y, n), e.g. one of
+// the vectorised loops of core/fast_math.hpp.
 template <class F>
 Tensor unary_forward_array(const char* op, const Tensor& x, F f) {
   check_defined(op, x);
@@ -66,6 +52,14 @@ Tensor unary_forward_array(const char* op, const Tensor& x, F f) {
     f(x.data<T>(), y.data<T>(), x.numel());
   });
   return y;
+}
+
+// Forward of a unary op: y[i] = f(x[i]).
+template <class F>
+Tensor unary_forward(const char* op, const Tensor& x, F f) {
+  return unary_forward_array(op, x, [&](const auto* px, auto* py, std::int64_t n) {
+    for (std::int64_t i = 0; i < n; ++i) py[i] = f(px[i]);
+  });
 }
 
 // Backward of a unary op: dx[i] += g(i) where g reads dy and saved values.
