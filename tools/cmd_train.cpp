@@ -29,7 +29,7 @@ struct TrainFlags {
   bool bidirectional = true;  // as in Bahdanau et al.: each h_j sees the whole sentence
   double dropout = 0.0;
   // Adam at 2e-3 rather than the library's (PyTorch's) 1e-3, as attend
-  // experiment trains: with 1e-3 five minutes on the toy language were not enough.
+  // experiment trains; the README's 5-minute toy figures are with it.
   TrainOptions train = [] {
     TrainOptions o;
     o.lr = 2e-3;
