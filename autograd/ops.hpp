@@ -78,6 +78,10 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
 // label_smoothing eps spreads eps of the target mass evenly over the V classes.
 Tensor cross_entropy(const Tensor& logits, const Indices& targets, std::int64_t ignore_index = -100,
                      double label_smoothing = 0.0);
+// cross_entropy(linear(h, weight, bias), targets, ...) as one op that never
+// stores the (N, V) logits: h (N, H), weight (V, H), bias (V) or undefined.
+Tensor linear_cross_entropy(const Tensor& h, const Tensor& weight, const Tensor& bias, const Indices& targets,
+                            std::int64_t ignore_index = -100, double label_smoothing = 0.0);
 
 // ---- autograd/hooks.cpp
 // The identity, calling on_grad with the gradient that flows through it during backward.
