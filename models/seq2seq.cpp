@@ -205,10 +205,12 @@ Tensor Seq2Seq::loss(const Batch& batch, const LossOptions& options, Generator* 
     state = s.state;
     attentional.push_back(s.attentional);
   }
-  // The output projection is most of the FLOPs: one GEMM over all B*T positions.
-  Tensor h = maybe_dropout(stack(attentional, 1));                    // (B, T, H)
-  Tensor scores = reshape(logits(h), Shape{B * T, config_.target_vocab});  // (B*T, V)
-  return cross_entropy(scores, Indices(batch.decoder_target.values), Vocabulary::kPad, options.label_smoothing);
+  // The output projection is most of the FLOPs: it runs over all B*T positions
+  // at once, fused with the loss so that the (B*T, V) logits are never stored
+  // (the same as cross_entropy(logits(h)), which tests/test_seq2seq.cpp checks).
+  Tensor h = maybe_dropout(stack(attentional, 1));  // (B, T, H)
+  return linear_cross_entropy(reshape(h, Shape{B * T, h.size(2)}), project.weight, project.bias,
+                              Indices(batch.decoder_target.values), Vocabulary::kPad, options.label_smoothing);
 }
 
 }  // namespace attend

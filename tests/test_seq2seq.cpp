@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "autograd/gradcheck.hpp"
+#include "autograd/ops.hpp"
 #include "autograd/optim.hpp"
 #include "models/decoding.hpp"
 #include "models/seq2seq.hpp"
@@ -217,4 +218,41 @@ TEST_CASE("the weights-gradient hook sees dL/dalpha without changing any gradien
   double total = 0;
   for (auto& [t, d] : dalpha) total += std::abs(d.to_vector()[0]);
   CHECK(total > 0);
+}
+
+// Seq2Seq::loss fuses the output projection with the loss (linear_cross_entropy);
+// the same decoder steps followed by logits() and cross_entropy must give the
+// same loss and the same gradient for every parameter.
+TEST_CASE("the model's fused projection and loss equal logits() then cross_entropy") {
+  for (double smoothing : {0.0, 0.1}) {
+    CAPTURE(smoothing);
+    Generator init(9);
+    Seq2Seq model(tiny_config(AttentionKind::Additive, true), init, Float64);
+    Batch batch = batch_of(tiny_pairs());
+    LossOptions options;
+    options.label_smoothing = smoothing;
+    Tensor fused = model.loss(batch, options);
+    fused.backward();
+    std::map<std::string, Tensor> fused_grads;
+    for (auto& [name, p] : model.named_parameters()) fused_grads[name] = p.grad().clone();
+    model.zero_grad();
+
+    const std::int64_t B = batch.decoder_input.shape[0], T = batch.decoder_input.shape[1];
+    Seq2Seq::Encoded enc = model.encode(batch.source, batch.source_lengths, batch.source_mask);
+    Seq2Seq::State state = model.initial_state(enc);
+    std::vector<Tensor> scores;
+    for (std::int64_t t = 0; t < T; ++t) {
+      std::vector<std::int64_t> previous(static_cast<std::size_t>(B));
+      for (std::int64_t b = 0; b < B; ++b) previous[b] = batch.decoder_input.values[b * T + t];
+      Seq2Seq::Step s = model.step(enc, Indices(previous), state);
+      state = s.state;
+      scores.push_back(model.logits(s.attentional));  // (B, V)
+    }
+    const std::int64_t V = model.config().target_vocab;
+    Tensor composed = cross_entropy(reshape(stack(scores, 1), Shape{B * T, V}), Indices(batch.decoder_target.values),
+                                    Vocabulary::kPad, smoothing);
+    CHECK(composed.item() == doctest::Approx(fused.item()).epsilon(1e-13));
+    composed.backward();
+    for (auto& [name, p] : model.named_parameters()) CHECK_MESSAGE(allclose(p.grad(), fused_grads[name], 1e-11, 1e-13), name);
+  }
 }
