@@ -179,8 +179,9 @@ Tensor linear_cross_entropy(const Tensor& h, const Tensor& weight, const Tensor&
   std::vector<Tensor> inputs = {h, weight};
   if (has_bias) inputs.push_back(bias);
   const bool grads = should_record(std::span<const Tensor>(inputs)) && count > 0;
-  // The gradients for dy = 1, of the inputs that need one.
-  Tensor dh1 = grads && h.requires_grad() ? zeros({N, H}, h.dtype()) : Tensor();           // (N, H)
+  // The gradients for dy = 1, of the inputs that need one (dh1 is written block
+  // by block, ignored rows included; dW1 and db1 are sums, so they start at 0).
+  Tensor dh1 = grads && h.requires_grad() ? empty({N, H}, h.dtype()) : Tensor();           // (N, H)
   Tensor dW1 = grads && weight.requires_grad() ? zeros({V, H}, h.dtype()) : Tensor();      // (V, H)
   Tensor db1 = grads && has_bias && bias.requires_grad() ? zeros({V}, h.dtype()) : Tensor();  // (V)
   Tensor loss = empty({}, h.dtype());

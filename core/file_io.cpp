@@ -55,6 +55,18 @@ void sync_directory(const std::string& path) {
 
 }  // namespace
 
+std::vector<std::string> split_lines(std::string_view text) {
+  std::vector<std::string> lines;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    lines.emplace_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return lines;
+}
+
 std::string read_file(const std::string& path) {
   InputFile file(path, "read_file");
   std::string bytes(static_cast<std::size_t>(file.size()), '\0');

@@ -10,11 +10,16 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace attend {
 
 // The whole file as bytes. Throws attend::Error "read_file: PATH: cannot open: No such file or directory".
 std::string read_file(const std::string& path);
+
+// The lines of a text without their '\n': a last line without '\n' counts, and
+// a text ending in '\n' has no empty line after it.
+std::vector<std::string> split_lines(std::string_view text);
 
 // Replaces the file at path with bytes, atomically (see above).
 void write_file_atomic(const std::string& path, std::string_view bytes);

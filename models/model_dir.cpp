@@ -18,15 +18,7 @@ std::string vocab_text(const Vocabulary& v) {
   return text;
 }
 Vocabulary read_vocab(const std::string& path) {
-  std::string text = read_file(path);
-  std::vector<std::string> tokens;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    std::size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    tokens.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
+  std::vector<std::string> tokens = split_lines(read_file(path));
   try {
     return Vocabulary::from_tokens(std::move(tokens));
   } catch (const Error& e) {

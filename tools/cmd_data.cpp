@@ -33,17 +33,9 @@ std::string tsv_of(const std::vector<SentencePair>& pairs) {
 }
 
 std::vector<std::string> lines_of(const std::string& path) {
-  std::string text = read_file(path);
-  std::vector<std::string> lines;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    std::size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    std::string line = text.substr(start, end - start);
+  std::vector<std::string> lines = split_lines(read_file(path));
+  for (std::string& line : lines)
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    lines.push_back(line);
-    start = end + 1;
-  }
   return lines;
 }
 

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/file_io.hpp"
 
 namespace attend::tools {
 
@@ -123,18 +124,6 @@ std::size_t display_width(std::string_view line) {
   return n;
 }
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    std::size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    lines.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-  return lines;
-}
-
 }  // namespace
 
 std::string attention_text(const std::vector<std::string>& source, const std::vector<std::string>& output,
@@ -180,7 +169,7 @@ std::string signed_text(const std::vector<std::string>& source, const std::vecto
         continue;
       }
       const double size = scale > 0 ? std::abs(v) / scale : 0.0;
-      const char* sign = v < 0 ? "+" : "-";  // negative gradient: descent raises the weight
+      const char* sign = v < 0 ? "+" : "-";  // negative: the loss falls if the weight grows
       if (ascii) {
         const int digit = std::min(9, static_cast<int>(size * 10.0));
         out += digit == 0 ? std::string(" 0 ") : fmt::format("{}{} ", sign, digit);
@@ -206,7 +195,7 @@ std::string signed_legend(double scale, bool ascii) {
 }
 
 std::string side_by_side(const std::string& left, const std::string& right, std::size_t gap) {
-  const std::vector<std::string> a = lines_of(left), b = lines_of(right);
+  const std::vector<std::string> a = split_lines(left), b = split_lines(right);
   std::size_t width = 0;
   for (const auto& l : a) width = std::max(width, display_width(l));
   std::string out;
