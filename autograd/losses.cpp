@@ -18,25 +18,12 @@
 namespace attend {
 
 namespace {
-// max_k x_k and sum_k x_k of a row, with four independent accumulators each: one
-// running max or sum is a chain of dependent instructions, four keep the CPU busy
-// (and vectorize). A NaN logit is skipped by max but reaches the loss through exp(x - m).
+// sum_k x_k of a row in double (needed with label smoothing only).
 template <class T>
-void row_max_sum(const T* x, std::int64_t n, T& max, double& sum) {
-  T m[4] = {x[0], x[0], x[0], x[0]};
-  double s[4] = {0, 0, 0, 0};
-  std::int64_t k = 0;
-  for (; k + 4 <= n; k += 4)
-    for (int j = 0; j < 4; ++j) {
-      m[j] = std::max(m[j], x[k + j]);
-      s[j] += x[k + j];
-    }
-  for (; k < n; ++k) {
-    m[0] = std::max(m[0], x[k]);
-    s[0] += x[k];
-  }
-  max = std::max(std::max(m[0], m[1]), std::max(m[2], m[3]));
-  sum = (s[0] + s[1]) + (s[2] + s[3]);
+double row_sum(const T* x, std::int64_t n) {
+  double sum = 0;
+  for (std::int64_t k = 0; k < n; ++k) sum += x[k];
+  return sum;
 }
 
 // The number of targets that are not ignore_index; throws on one out of [0, V).
@@ -54,21 +41,17 @@ std::int64_t count_targets(const char* op, const Indices& targets, std::int64_t 
   return count;
 }
 
-// Forward of one row x (V logits) with target t: returns L_i (see below) and,
-// when p is not null, writes p = softmax(x) there.
+// Forward of one row x (V logits) with target t: returns L_i (see below) and
+// writes e_k = exp(x_k - m) to e (when e is not null) and their sum to s, so
+// that p = softmax(x) = e / s. A NaN logit is skipped by the max but reaches the
+// loss through exp(x - m).
 template <class T>
-double cross_entropy_row(const T* x, std::int64_t V, std::int64_t t, double eps, T* p) {
-  T m;
-  double sum_x;
-  row_max_sum(x, V, m, sum_x);
-  const double s = fast_math::exp_shifted_sum(x, m, p, V);  // p_k = exp(x_k - m), then / s
-  if (p) {
-    const T inv = static_cast<T>(1.0 / s);
-    for (std::int64_t k = 0; k < V; ++k) p[k] *= inv;
-  }
+double cross_entropy_row(const T* x, std::int64_t V, std::int64_t t, double eps, T* e, double& s) {
+  const T m = fast_math::max(x, V);
+  s = fast_math::exp_shifted_sum(x, m, e, V);
   const double lse = double(m) + std::log(s);
   double row = lse - double(x[t]);  // -log p_t
-  if (eps > 0) row = (1 - eps) * row + eps * (lse - sum_x / double(V));
+  if (eps > 0) row = (1 - eps) * row + eps * (lse - row_sum(x, V) / double(V));
   return row;
 }
 
@@ -114,7 +97,9 @@ Tensor cross_entropy(const Tensor& logits, const Indices& targets, std::int64_t 
     for (std::int64_t i = 0; i < N; ++i) {
       const std::int64_t t = targets.values[i];
       if (t == ignore_index) continue;
-      total += cross_entropy_row(x + i * V, V, t, eps, p ? p + i * V : nullptr);
+      double sum_e;
+      total += cross_entropy_row(x + i * V, V, t, eps, p ? p + i * V : nullptr, sum_e);
+      if (p) fast_math::scale_shift(static_cast<T>(1.0 / sum_e), T(0), p + i * V, V);  // p = e / s
     }
     loss.data<T>()[0] = static_cast<T>(count > 0 ? total / double(count) : 0.0);
   });
@@ -185,20 +170,18 @@ Tensor linear_cross_entropy(const Tensor& h, const Tensor& weight, const Tensor&
   Tensor dW1 = grads && weight.requires_grad() ? zeros({V, H}, h.dtype()) : Tensor();      // (V, H)
   Tensor db1 = grads && has_bias && bias.requires_grad() ? zeros({V}, h.dtype()) : Tensor();  // (V)
   Tensor loss = empty({}, h.dtype());
-  // 256 rows of logits, probabilities and logit gradients: 8 MB each at V = 8,000
-  // in float, the three together within this machine's 32 MB L3 cache (64 rows
+  // 256 rows of logits and logit gradients: 8 MB each at V = 8,000 in float,
+  // both together well within this machine's 32 MB L3 cache (64 rows
   // were slower: the dW GEMM reads and writes all of dW once per block). Tensors,
   // so that the storage cache hands the same blocks out again at every step.
   constexpr std::int64_t kRows = 256;
   const std::int64_t R = std::min(kRows, std::max<std::int64_t>(N, 1));
   Tensor z_rows = empty({R, V}, h.dtype());                              // (R, V)
-  Tensor p_rows = grads ? empty({R, V}, h.dtype()) : Tensor();           // (R, V)
   Tensor dz_rows = grads ? empty({R, V}, h.dtype()) : Tensor();          // (R, V)
   dispatch(h.dtype(), [&](auto zero) {
     using T = decltype(zero);
     const T *ph = h.data<T>(), *pw = weight.data<T>(), *pb = has_bias ? bias.data<T>() : nullptr;
     T* z = z_rows.data<T>();
-    T* p = grads ? p_rows.data<T>() : nullptr;
     T* dz = grads ? dz_rows.data<T>() : nullptr;
     const T scale = count > 0 ? static_cast<T>(1.0 / double(count)) : T(0);
     double total = 0;
@@ -210,13 +193,22 @@ Tensor linear_cross_entropy(const Tensor& h, const Tensor& weight, const Tensor&
         for (std::int64_t i = 0; i < rows; ++i) std::copy(pb, pb + V, z + i * V);
       blas::gemm(false, true, rows, V, H, T(1), h_rows, H, pw, H, pb ? T(1) : T(0), z, V);
       // forward: loss_i = cross_entropy(z_i, t_i);   dz_i = (p_i - q_i) / count
-      if (grads) std::fill(dz, dz + rows * V, T(0));
       for (std::int64_t i = 0; i < rows; ++i) {
         const std::int64_t t = targets.values[r0 + i];
-        if (t == ignore_index) continue;  // dz_i stays 0
-        T* p_i = grads ? p + i * V : nullptr;
-        total += cross_entropy_row(z + i * V, V, t, eps, p_i);
-        if (grads) cross_entropy_grad_row(p_i, V, t, eps, scale, dz + i * V);
+        T* dz_i = grads ? dz + i * V : nullptr;
+        if (t == ignore_index) {  // dz_i = 0
+          if (dz_i) std::fill(dz_i, dz_i + V, T(0));
+          continue;
+        }
+        double sum_e;
+        total += cross_entropy_row(z + i * V, V, t, eps, dz_i, sum_e);  // dz_i = e_i = exp(z_i - m)
+        if (dz_i) {
+          // p = e / s, so dz_k = (p_k - q_k) / count = e_k * (scale / s) - off, one pass
+          // (scale = 1 / count, off = eps / V * scale), and the target's q_t mass.
+          const T off = static_cast<T>(eps / double(V)) * scale;
+          fast_math::scale_shift(static_cast<T>(double(scale) / sum_e), -off, dz_i, V);
+          dz_i[t] -= static_cast<T>(1 - eps) * scale;
+        }
       }
       if (!grads) continue;
       // linear's backward for these rows, with dy = dz
@@ -226,8 +218,7 @@ Tensor linear_cross_entropy(const Tensor& h, const Tensor& weight, const Tensor&
         blas::gemm(true, false, V, H, rows, T(1), dz, V, h_rows, H, T(1), dW1.data<T>(), H);
       if (db1.defined()) {  // db += sum over rows of dz
         T* db = db1.data<T>();
-        for (std::int64_t i = 0; i < rows; ++i)
-          for (std::int64_t k = 0; k < V; ++k) db[k] += dz[i * V + k];
+        for (std::int64_t i = 0; i < rows; ++i) fast_math::axpy(T(1), dz + i * V, db, V);
       }
     }
     loss.data<T>()[0] = static_cast<T>(count > 0 ? total / double(count) : 0.0);
@@ -242,8 +233,7 @@ Tensor linear_cross_entropy(const Tensor& h, const Tensor& weight, const Tensor&
         if (!g.needs(input)) return;
         T* dx = g.dx(input).data<T>();
         if (!unit.defined()) return;
-        const T* u = unit.data<T>();
-        for (std::int64_t k = 0, n = unit.numel(); k < n; ++k) dx[k] += dy * u[k];
+        fast_math::axpy(dy, unit.data<T>(), dx, unit.numel());
       };
       add_scaled(0, dh1);
       add_scaled(1, dW1);

@@ -3,6 +3,8 @@
 // twice on x86-64: see ATTEND_SIMD_CLONES); the double loops call the library.
 #include "core/fast_math.hpp"
 
+#include <limits>
+
 namespace attend::fast_math {
 
 namespace {
@@ -107,6 +109,40 @@ double dot(const double* __restrict a, const double* __restrict b, std::int64_t 
   double total = 0;
   for (std::int64_t k = 0; k < n; ++k) total += a[k] * b[k];
   return total;
+}
+
+namespace {
+// Lanes of running maxima, as with the sums. (x > m ? x : m) keeps m when x is
+// NaN, and compiles to one vector max instruction.
+template <class T>
+T max_lanes(const T* x, std::int64_t n) {
+  T lanes[kLanes];
+  for (int l = 0; l < kLanes; ++l) lanes[l] = -std::numeric_limits<T>::infinity();
+  std::int64_t k = 0;
+  for (; k + kLanes <= n; k += kLanes)
+    for (int l = 0; l < kLanes; ++l) lanes[l] = x[k + l] > lanes[l] ? x[k + l] : lanes[l];
+  for (; k < n; ++k) lanes[0] = x[k] > lanes[0] ? x[k] : lanes[0];
+  T m = lanes[0];
+  for (int l = 1; l < kLanes; ++l) m = lanes[l] > m ? lanes[l] : m;
+  return m;
+}
+}  // namespace
+
+ATTEND_SIMD_CLONES float max(const float* x, std::int64_t n) { return max_lanes(x, n); }
+double max(const double* x, std::int64_t n) { return max_lanes(x, n); }
+
+ATTEND_SIMD_CLONES void scale_shift(float a, float b, float* y, std::int64_t n) {
+  for (std::int64_t k = 0; k < n; ++k) y[k] = a * y[k] + b;
+}
+void scale_shift(double a, double b, double* y, std::int64_t n) {
+  for (std::int64_t k = 0; k < n; ++k) y[k] = a * y[k] + b;
+}
+
+ATTEND_SIMD_CLONES void axpy(float a, const float* __restrict x, float* __restrict y, std::int64_t n) {
+  for (std::int64_t k = 0; k < n; ++k) y[k] += a * x[k];
+}
+void axpy(double a, const double* __restrict x, double* __restrict y, std::int64_t n) {
+  for (std::int64_t k = 0; k < n; ++k) y[k] += a * x[k];
 }
 
 }  // namespace attend::fast_math

@@ -105,6 +105,18 @@ double exp_shifted_sum(const double* x, double shift, double* y, std::int64_t n)
 double sum_of_squares(const float* x, std::int64_t n);
 double sum_of_squares(const double* x, std::int64_t n);
 
+// max_k x_k, skipping NaNs; -inf when n = 0 or every element is NaN.
+float max(const float* x, std::int64_t n);
+double max(const double* x, std::int64_t n);
+
+// y_k = a y_k + b, in place.
+void scale_shift(float a, float b, float* y, std::int64_t n);
+void scale_shift(double a, double b, double* y, std::int64_t n);
+
+// y_k += a x_k (x and y may not overlap).
+void axpy(float a, const float* x, float* y, std::int64_t n);
+void axpy(double a, const double* x, double* y, std::int64_t n);
+
 // sum_k a_k b_k; the float version with independent accumulators (so not in
 // index order), the double version in index order.
 float dot(const float* a, const float* b, std::int64_t n);

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/fast_math.hpp"
 #include "core/random.hpp"
 #include "core/tensor.hpp"
 #include "layers/attention.hpp"
@@ -115,9 +116,7 @@ void context_row(const T* alpha, const T* h, T* c, std::int64_t S, std::int64_t 
   std::fill(c, c + H, T(0));
   for (std::int64_t j = 0; j < S; ++j) {
     if (alpha[j] == T(0)) continue;
-    const T a = alpha[j];
-    const T* hj = h + j * H;
-    for (std::int64_t i = 0; i < H; ++i) c[i] += a * hj[i];
+    fast_math::axpy(alpha[j], h + j * H, c, H);
   }
 }
 
@@ -138,16 +137,10 @@ void context_softmax_backward_row(const T* alpha, const T* mask, const T* h, con
       de[j] = T(0);
       continue;
     }
-    const T* hj = h + j * H;
-    T dalpha = dalpha_out[j];
-    for (std::int64_t i = 0; i < H; ++i) dalpha += dc[i] * hj[i];
+    const T dalpha = dalpha_out[j] + fast_math::dot(dc, h + j * H, H);
     de[j] = dalpha;
     weighted += alpha[j] * dalpha;
-    if (dh && alpha[j] != T(0)) {
-      T* dhj = dh + j * H;
-      const T a = alpha[j];
-      for (std::int64_t i = 0; i < H; ++i) dhj[i] += a * dc[i];
-    }
+    if (dh && alpha[j] != T(0)) fast_math::axpy(alpha[j], dc, dh + j * H, H);
   }
   for (std::int64_t j = 0; j < S; ++j)
     if (mask[j] != T(0)) de[j] = alpha[j] * (de[j] - weighted);

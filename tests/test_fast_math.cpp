@@ -2,6 +2,7 @@
 // library functions, and the whole-array loops against plain loops.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -126,4 +127,56 @@ TEST_CASE("the array loops work in place") {
   fast_math::tanh(x.data(), expected.data(), static_cast<std::int64_t>(x.size()));
   fast_math::tanh(x.data(), x.data(), static_cast<std::int64_t>(x.size()));
   CHECK(x == expected);
+}
+
+TEST_CASE("max, scale_shift and axpy agree with plain loops, for every length") {
+  Generator gen(5);
+  for (std::int64_t n : {1, 7, 8, 9, 17, 100, 1003}) {
+    CAPTURE(n);
+    std::vector<float> x(n), y(n);
+    std::vector<double> xd(n), yd(n);
+    for (std::int64_t i = 0; i < n; ++i) {
+      x[i] = static_cast<float>(gen.normal() * 3), y[i] = static_cast<float>(gen.normal());
+      xd[i] = x[i], yd[i] = y[i];
+    }
+    // The largest element put in each position in turn: the lanes must all be looked at.
+    for (std::int64_t where : {std::int64_t(0), n / 2, n - 1}) {
+      std::vector<float> z = x;
+      z[where] = 50;
+      CHECK(fast_math::max(z.data(), n) == 50);
+      std::vector<double> zd(z.begin(), z.end());
+      CHECK(fast_math::max(zd.data(), n) == 50);
+    }
+    float plain_max = x[0];
+    for (float v : x) plain_max = std::max(plain_max, v);
+    CHECK(fast_math::max(x.data(), n) == plain_max);
+
+    std::vector<float> s = y;
+    fast_math::scale_shift(0.5f, -2.0f, s.data(), n);
+    std::vector<double> sd = yd;
+    fast_math::scale_shift(0.5, -2.0, sd.data(), n);
+    std::vector<float> a = y;
+    fast_math::axpy(-1.5f, x.data(), a.data(), n);
+    std::vector<double> ad = yd;
+    fast_math::axpy(-1.5, xd.data(), ad.data(), n);
+    for (std::int64_t i = 0; i < n; ++i) {
+      // Exact in double; float may fuse the multiply and add (one rounding fewer).
+      CHECK(sd[i] == 0.5 * yd[i] - 2.0);
+      CHECK(s[i] == doctest::Approx(0.5 * yd[i] - 2.0).epsilon(1e-6).scale(1));
+      CHECK(ad[i] == yd[i] + -1.5 * xd[i]);
+      CHECK(a[i] == doctest::Approx(yd[i] - 1.5 * xd[i]).epsilon(1e-6).scale(1));
+    }
+  }
+}
+
+TEST_CASE("max skips NaNs and gives -inf for an empty or all-NaN array") {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  std::vector<float> x(20, -1.0f);
+  x[0] = nan, x[9] = 3.0f, x[19] = nan;
+  CHECK(fast_math::max(x.data(), 20) == 3.0f);
+  std::vector<float> all_nan(11, nan);
+  CHECK(fast_math::max(all_nan.data(), 11) == -inf);
+  CHECK(fast_math::max(x.data(), 0) == -inf);
+  std::vector<double> xd(x.begin(), x.end());
+  CHECK(fast_math::max(xd.data(), 20) == 3.0);
 }
