@@ -86,6 +86,19 @@ inline double sigmoid(double x) {
   return e / (1.0 + e);
 }
 
+// sum_k a_k b_k with eight independent partial sums, inline: for a row loop that
+// is itself compiled for AVX2 (ATTEND_SIMD_CLONES) and takes many short dot
+// products, where a call per product would cost as much as the product.
+template <class T>
+inline T dot_inline(const T* __restrict a, const T* __restrict b, std::int64_t n) {
+  T lanes[8] = {};
+  std::int64_t k = 0;
+  for (; k + 8 <= n; k += 8)
+    for (int l = 0; l < 8; ++l) lanes[l] += a[k + l] * b[k + l];
+  for (; k < n; ++k) lanes[0] += a[k] * b[k];
+  return ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) + ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
+}
+
 // Whole arrays (core/fast_math.cpp). y may be x.
 void tanh(const float* x, float* y, std::int64_t n);
 void tanh(const double* x, double* y, std::int64_t n);

@@ -11,20 +11,44 @@ namespace attend::nn {
 
 namespace {
 
-// One source position j of the backward below, over the A components:
+// The score loops of one batch row, forward and backward, over the real
+// positions j and the A components. Separate functions so that they are
+// compiled for AVX2 too (ATTEND_SIMD_CLONES), one call per row.
+//
+// forward: t_j = tanh(k_j + q);  e_j = v . t_j          k (S, A), q (A), t (S, A), e (S)
+template <class T>
+ATTEND_SIMD_CLONES void scores_row(const T* __restrict k, const T* __restrict q, const T* __restrict v,
+                                   const T* __restrict mask, T* __restrict t, T* __restrict e, std::int64_t S,
+                                   std::int64_t A) {
+  for (std::int64_t j = 0; j < S; ++j) {
+    if (mask[j] == T(0)) continue;  // padding: no score, weight 0
+    const T* k_j = k + j * A;
+    T* t_j = t + j * A;
+    for (std::int64_t a = 0; a < A; ++a) t_j[a] = fast_math::tanh(k_j[a] + q[a]);
+    e[j] = fast_math::dot_inline(v, t_j, A);
+  }
+}
+
 // forward: e_j = v . t_j                dv += de_j t_j;  dt_j = de_j v
 // forward: t_j = tanh(k_j + q)          dk_j += dt_j (1 - t_j^2);  dq += dt_j (1 - t_j^2)
-// A separate function so that it is compiled for AVX2 too (ATTEND_SIMD_CLONES);
-// every pointer is a real array (the caller passes scratch for unwanted ones),
-// so the loop has no branch and vectorises.
+// Every pointer is a real array (the caller passes scratch for unwanted ones),
+// so the inner loop has no branch and vectorises.
 template <class T>
-ATTEND_SIMD_CLONES void score_backward(T de_j, const T* __restrict t_j, const T* __restrict v, T* __restrict dv,
-                                       T* __restrict dk_j, T* __restrict dq, std::int64_t A) {
-  for (std::int64_t a = 0; a < A; ++a) {
-    const T dpre = de_j * v[a] * (T(1) - t_j[a] * t_j[a]);
-    dv[a] += de_j * t_j[a];
-    dk_j[a] += dpre;
-    dq[a] += dpre;
+ATTEND_SIMD_CLONES void scores_row_backward(const T* __restrict de, const T* __restrict t, const T* __restrict v,
+                                            const T* __restrict mask, T* __restrict dv, T* __restrict dk,
+                                            bool dk_per_position, T* __restrict dq, std::int64_t S,
+                                            std::int64_t A) {
+  for (std::int64_t j = 0; j < S; ++j) {
+    if (mask[j] == T(0)) continue;  // de_j = 0: nothing flows to padding
+    const T de_j = de[j];
+    const T* t_j = t + j * A;
+    T* dk_j = dk_per_position ? dk + j * A : dk;
+    for (std::int64_t a = 0; a < A; ++a) {
+      const T dpre = de_j * v[a] * (T(1) - t_j[a] * t_j[a]);
+      dv[a] += de_j * t_j[a];
+      dk_j[a] += dpre;
+      dq[a] += dpre;
+    }
   }
 }
 
@@ -49,13 +73,7 @@ AttentionOutput additive_attention_step(const Tensor& query_proj, const Tensor& 
     T *pc = context.data<T>(), *pa = weights.data<T>(), *pt = t.data<T>();
     std::vector<T> e(static_cast<std::size_t>(S));
     for (std::int64_t b = 0; b < B; ++b) {
-      const T* q = pq + b * A;
-      for (std::int64_t j = 0; j < S; ++j) {
-        if (pm[b * S + j] == T(0)) continue;  // padding: no score, weight 0
-        T* tj = pt + (b * S + j) * A;
-        fast_math::tanh_of_sum(pk + (b * S + j) * A, q, tj, A);  // t_j = tanh(k_j + q)
-        e[j] = fast_math::dot(pv, tj, A);                      // e_j = v . t_j
-      }
+      scores_row(pk + b * S * A, pq + b * A, pv, pm + b * S, pt + b * S * A, e.data(), S, A);  // e = v . tanh(k + q)
       detail::masked_softmax_row(e.data(), pm + b * S, pa + b * S, S);             // alpha = softmax(e)
       detail::context_row(pa + b * S, ph + b * S * Hk, pc + b * Hk, S, Hk);  // c = sum_j alpha_j h_j
     }
@@ -81,12 +99,10 @@ AttentionOutput additive_attention_step(const Tensor& query_proj, const Tensor& 
                //   de_j = alpha_j (dalpha_j - sum_k alpha_k dalpha_k), 0 at padding
                detail::context_softmax_backward_row(pa + b * S, pm + b * S, ph + b * S * Hk, dc + b * Hk,
                                                     dalpha + b * S, dh ? dh + b * S * Hk : nullptr, de.data(), S, Hk);
-               for (std::int64_t j = 0; j < S; ++j) {
-                 if (pm[b * S + j] == T(0)) continue;  // de_j = 0: nothing flows to padding
-                 // forward: e_j = v . t_j, t_j = tanh(k_j + q): see score_backward
-                 score_backward(de[j], pt + (b * S + j) * A, pv, dv ? dv : scratch_v.data(),
-                                dk ? dk + (b * S + j) * A : scratch_k.data(), dq ? dq + b * A : scratch_q.data(), A);
-               }
+               // forward: e_j = v . t_j, t_j = tanh(k_j + q): see scores_row_backward
+               scores_row_backward(de.data(), pt + b * S * A, pv, pm + b * S, dv ? dv : scratch_v.data(),
+                                   dk ? dk + b * S * A : scratch_k.data(), dk != nullptr,
+                                   dq ? dq + b * A : scratch_q.data(), S, A);
              }
            });
          });
