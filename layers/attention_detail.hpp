@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/fast_math.hpp"
 #include "core/random.hpp"
 #include "core/tensor.hpp"
 #include "layers/attention.hpp"
@@ -86,64 +85,25 @@ inline void check_query_side(const char* op, const Tensor& query, const Attentio
          hs[0], query.shape(), hs);
 }
 
-// forward: alpha_j = exp(e_j - m) / sum_k exp(e_k - m) over the real positions
-// (m = their largest score, so exp never overflows); alpha_j = 0 exactly where
-// mask_j = 0; a row without a real position gets alpha = 0, not 0/0.
-// Only real positions of e are read: padded scores may be left unset.
-template <class T>
-void masked_softmax_row(const T* e, const T* mask, T* alpha, std::int64_t S) {
-  bool any = false;
-  T m = 0;
-  for (std::int64_t j = 0; j < S; ++j)
-    if (mask[j] != T(0)) {
-      m = any ? std::max(m, e[j]) : e[j];
-      any = true;
-    }
-  T z = 0;
-  for (std::int64_t j = 0; j < S; ++j) {
-    alpha[j] = mask[j] != T(0) ? std::exp(e[j] - m) : T(0);
-    z += alpha[j];
-  }
-  if (!any) return;  // alpha is all zeros already
-  const T inv = T(1) / z;
-  for (std::int64_t j = 0; j < S; ++j) alpha[j] *= inv;
-}
+// The rows below are in layers/attention_rows.cpp, for float and double, each
+// one call per batch row (compiled for AVX2 too).
 
-// forward: c = sum_j alpha_j h_j   (positions with alpha_j = 0 are skipped, so
-// whatever sits in padded values never reaches c)
+// forward: alpha = masked softmax(e) over the real positions; alpha_j = 0 where
+// mask_j = 0, and a row without a real position gets alpha = 0, not 0/0. Only
+// real positions of e are read: padded scores may be left unset.
 template <class T>
-void context_row(const T* alpha, const T* h, T* c, std::int64_t S, std::int64_t H) {
-  std::fill(c, c + H, T(0));
-  for (std::int64_t j = 0; j < S; ++j) {
-    if (alpha[j] == T(0)) continue;
-    fast_math::axpy(alpha[j], h + j * H, c, H);
-  }
-}
+void masked_softmax_row(const T* e, const T* mask, T* alpha, std::int64_t S);
+
+// forward: c = sum_j alpha_j h_j (positions with alpha_j = 0 are skipped, so
+// whatever sits in padded values never reaches c).
+template <class T>
+void context_row(const T* alpha, const T* h, T* c, std::int64_t S, std::int64_t H);
 
 // Undoes context_row and then masked_softmax_row for one row. dalpha_out is the
 // gradient reaching the weights output directly (a loss may use the weights).
 // Writes de (S) and adds into dh (S, H) if dh is not null.
 template <class T>
 void context_softmax_backward_row(const T* alpha, const T* mask, const T* h, const T* dc, const T* dalpha_out, T* dh,
-                                  T* de, std::int64_t S, std::int64_t H) {
-  // forward: c = sum_j alpha_j h_j
-  //   dalpha_j = dalpha_out_j + dc . h_j        dh_j += alpha_j dc
-  // forward: alpha = softmax(e) over the real positions
-  //   de_j = alpha_j (dalpha_j - sum_k alpha_k dalpha_k);   de_j = 0 at padding
-  // (de is first used to hold dalpha, then overwritten in place.)
-  T weighted = 0;  // sum_k alpha_k dalpha_k
-  for (std::int64_t j = 0; j < S; ++j) {
-    if (mask[j] == T(0)) {
-      de[j] = T(0);
-      continue;
-    }
-    const T dalpha = dalpha_out[j] + fast_math::dot(dc, h + j * H, H);
-    de[j] = dalpha;
-    weighted += alpha[j] * dalpha;
-    if (dh && alpha[j] != T(0)) fast_math::axpy(alpha[j], dc, dh + j * H, H);
-  }
-  for (std::int64_t j = 0; j < S; ++j)
-    if (mask[j] != T(0)) de[j] = alpha[j] * (de[j] - weighted);
-}
+                                  T* de, std::int64_t S, std::int64_t H);
 
 }  // namespace attend::nn::detail
