@@ -52,8 +52,7 @@ struct AdamConstants {
 // The scalar factors are computed in double, as PyTorch computes them in Python.
 //
 // The element loop on its own, with __restrict arrays, so that it becomes SIMD
-// code (also for AVX2: ATTEND_SIMD_CLONES); this file is built with
-// -fno-math-errno, without which std::sqrt is a call that may set errno.
+// code (also for AVX2: ATTEND_SIMD_CLONES) with no run-time overlap checks.
 template <class T>
 ATTEND_SIMD_CLONES void adam_update(std::int64_t n, AdamConstants<T> k, T* __restrict x, const T* __restrict g_,
                                     T* __restrict m, T* __restrict v) {

@@ -1,5 +1,5 @@
 // The whole-array loops of fast_math.hpp. Each float loop calls the inline
-// polynomial versions, so GCC vectorises it (built with -fno-trapping-math, and
+// polynomial versions, so GCC vectorises it (built with ATTEND_SIMD_FLAGS, and
 // twice on x86-64: see ATTEND_SIMD_CLONES); the double loops call the library.
 #include "core/fast_math.hpp"
 

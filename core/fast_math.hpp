@@ -20,9 +20,9 @@
 // twice on x86-64: for any x86-64 CPU (SSE2, 4 floats at a time) and for
 // x86-64-v3 (AVX2 and FMA, 8 at a time, ~2.5x faster here); the dynamic loader
 // picks the one the CPU can run. Only an attribute can say this, hence a macro.
-// The files that use it are built with -fno-trapping-math (see their
-// CMakeLists.txt): without it GCC does not turn the compare-and-select of a
-// clamp into a vector blend.
+// The files that use it are built with ATTEND_SIMD_FLAGS (top CMakeLists.txt):
+// no FP traps, so that GCC turns the compare-and-select of a clamp into a
+// vector blend, and contraction of a * b + c into FMA in the AVX2 build.
 #if defined(__x86_64__)
 #define ATTEND_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else

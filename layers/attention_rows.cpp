@@ -5,7 +5,7 @@
 // Shapes for one row: e, alpha, mask (S); h (S, H) row-major; c, dc (H).
 // Each function is compiled for AVX2 too (ATTEND_SIMD_CLONES), so that the
 // short loops over H inside it are 8-wide and cost no call each; the file is
-// built with -fno-trapping-math (layers/CMakeLists.txt) for fast_math::exp's clamp.
+// built with ATTEND_SIMD_FLAGS (layers/CMakeLists.txt) for fast_math::exp's clamp.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

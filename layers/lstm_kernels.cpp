@@ -4,7 +4,7 @@
 // glibc's tanhf costs ~9 ns, so on a (64, 256) step they would take well over
 // half as long as the step's GEMM. The float versions of core/fast_math.hpp are
 // branch-free, so the compiler turns each row loop into SIMD code (this file is
-// built with -fno-trapping-math, see layers/CMakeLists.txt).
+// built with ATTEND_SIMD_FLAGS, see layers/CMakeLists.txt).
 #include "layers/lstm_kernels.hpp"
 
 #include <cmath>
