@@ -1,7 +1,7 @@
 // autograd/losses.cpp: linear_cross_entropy, the projection and the loss fused,
 // against its composed twin cross_entropy(linear(h, W, b)), against finite
 // differences, and on its edge cases (ignored rows, all rows ignored, row
-// counts that are not a multiple of the op's 256-row blocks).
+// counts that are not a multiple of the op's 1,024-row blocks).
 #include <cmath>
 #include <vector>
 
@@ -82,8 +82,11 @@ void check_fused_equals_composed(const Case& c, DType dtype, double tol) {
 }  // namespace
 
 TEST_CASE("linear_cross_entropy equals cross_entropy(linear(...)) in value and every gradient") {
-  SUBCASE("float64, bias, ignored rows, 600 rows (three blocks, the last partial)") {
-    check_fused_equals_composed(make_case(600, 7, 23, true, 0.0, 1, 5), Float64, 1e-12);
+  SUBCASE("float64, bias, ignored rows, 2,500 rows (three blocks, the last partial)") {
+    check_fused_equals_composed(make_case(2500, 7, 23, true, 0.0, 1, 5), Float64, 1e-12);
+  }
+  SUBCASE("float64, bias, label smoothing, 1,030 rows (a block and 6 rows)") {
+    check_fused_equals_composed(make_case(1030, 4, 9, true, 0.1, 5, 3), Float64, 1e-12);
   }
   SUBCASE("float64, label smoothing, no bias") {
     check_fused_equals_composed(make_case(70, 5, 31, false, 0.1, 2, 4), Float64, 1e-12);
