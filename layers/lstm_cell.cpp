@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "autograd/grad_mode.hpp"
 #include "autograd/ops.hpp"
 #include "core/blas.hpp"
 #include "layers/lstm_kernels.hpp"
@@ -63,6 +64,16 @@ LSTMState lstm_cell(const Tensor& x, const LSTMState& state, const LSTMWeights& 
   check_dtype(op, "x", x, w);
   check_dtype(op, "state.h", state.h, w);
   check_dtype(op, "state.c", state.c, w);
+  const bool transposed = w.weight_ih_t.defined() || w.weight_hh_t.defined();
+  if (transposed) {
+    if (!w.weight_ih_t.defined() || !w.weight_hh_t.defined())
+      fail("{}: weight_ih_t and weight_hh_t come together; only one is set", op);
+    if (!(w.weight_ih_t.shape() == Shape{I, 4 * H}) || !(w.weight_hh_t.shape() == Shape{H, 4 * H}))
+      fail("{}: weight_ih_t must be (I, 4H) = ({}, {}) and weight_hh_t (H, 4H) = ({}, {}), got {} and {}", op, I,
+           4 * H, H, 4 * H, w.weight_ih_t.shape(), w.weight_hh_t.shape());
+    check_dtype(op, "weight_ih_t", w.weight_ih_t, w);
+    check_dtype(op, "weight_hh_t", w.weight_hh_t, w);
+  }
 
   const Tensor& h_prev = state.h;
   const Tensor& c_prev = state.c;
@@ -74,8 +85,14 @@ LSTMState lstm_cell(const Tensor& x, const LSTMState& state, const LSTMWeights& 
     using T = decltype(zero);
     T* a = gates.data<T>();
     // a = x @ W_ih^T + h_prev @ W_hh^T    (B, 4H): all four gates in one GEMM per input
-    blas::gemm(false, true, B, 4 * H, I, T(1), x.data<T>(), I, w.weight_ih.data<T>(), I, T(0), a, 4 * H);
-    blas::gemm(false, true, B, 4 * H, H, T(1), h_prev.data<T>(), H, w.weight_hh.data<T>(), H, T(1), a, 4 * H);
+    if (transposed) {  // the same products, with the weights already transposed
+      blas::gemm(false, false, B, 4 * H, I, T(1), x.data<T>(), I, w.weight_ih_t.data<T>(), 4 * H, T(0), a, 4 * H);
+      blas::gemm(false, false, B, 4 * H, H, T(1), h_prev.data<T>(), H, w.weight_hh_t.data<T>(), 4 * H, T(1), a,
+                 4 * H);
+    } else {
+      blas::gemm(false, true, B, 4 * H, I, T(1), x.data<T>(), I, w.weight_ih.data<T>(), I, T(0), a, 4 * H);
+      blas::gemm(false, true, B, 4 * H, H, T(1), h_prev.data<T>(), H, w.weight_hh.data<T>(), H, T(1), a, 4 * H);
+    }
     Tensor bias = empty({4 * H}, x.dtype());
     sum_biases(w, bias.data<T>());
     // i, f, g, o, then c = f * c_prev + i * g and h = o * tanh(c), row by row
@@ -177,6 +194,22 @@ LSTMState LSTMCell::initial_state(const Tensor& x, const LSTMState& state) const
 
 LSTMState LSTMCell::forward(const Tensor& x, const LSTMState& state) const {
   return lstm_cell(x, initial_state(x, state), w_);
+}
+
+LSTMWeights LSTMCell::step_weights(std::int64_t batch) const {
+  LSTMWeights w = w_;
+  if (batch < kTransposedWeightsBelow) {
+    NoGradGuard no_grad;  // copies for speed, outside the graph
+    w.weight_ih_t = transpose(w_.weight_ih.detach(), 0, 1);  // a copy: tensors are contiguous
+    w.weight_hh_t = transpose(w_.weight_hh.detach(), 0, 1);
+  }
+  return w;
+}
+
+LSTMState LSTMCell::forward(const Tensor& x, const LSTMState& state, const LSTMWeights& step_weights) const {
+  if (!step_weights.weight_ih.same(w_.weight_ih) || !step_weights.weight_hh.same(w_.weight_hh))
+    fail("LSTMCell.forward: the step weights are not this cell's (get them from step_weights())");
+  return lstm_cell(x, initial_state(x, state), step_weights);
 }
 
 LSTMState LSTMCell::forward_composed(const Tensor& x, const LSTMState& state) const {

@@ -38,7 +38,20 @@ struct LSTMWeights {
   Tensor weight_hh;  // (4H, H)
   Tensor bias_ih;    // (4H)
   Tensor bias_hh;    // (4H)
+  // Optional, for speed only: contiguous copies of weight_ih^T (I, 4H) and
+  // weight_hh^T (H, 4H), made once by a caller that runs many steps with the same
+  // weights (LSTMCell::step_weights). With them lstm_cell's forward multiplies by
+  // plain rather than transposed operands, which OpenBLAS does ~1.7x faster for
+  // small batches (measured: (16, 96) @ (96, 256) 7 us, against 12 us for the
+  // same product with the (256, 96) weight transposed). They must hold the
+  // transposes of the weights; gradients still go to weight_ih and weight_hh.
+  Tensor weight_ih_t{};  // (default-initialised, so that {W_ih, W_hh, b_ih, b_hh} still reads as complete)
+  Tensor weight_hh_t{};
 };
+
+// Below this batch size the transposed copies pay for themselves (at 64 rows the
+// transposed product is as fast as the plain one).
+inline constexpr std::int64_t kTransposedWeightsBelow = 32;
 
 // One step: x (B, I), state.h and state.c (B, H) -> h, c (B, H). Recorded as the
 // single op "lstm_cell" with outputs (h, c). Every argument must be defined.
@@ -69,6 +82,12 @@ class LSTMCell : public Module {
   std::int64_t input_size() const { return input_size_; }
   std::int64_t hidden_size() const { return hidden_size_; }
   const LSTMWeights& weights() const { return w_; }
+  // The weights for running many steps on batches of `batch` rows until the next
+  // parameter update: with the transposed copies when batch < kTransposedWeightsBelow.
+  // Make them again after the parameters change.
+  LSTMWeights step_weights(std::int64_t batch) const;
+  // One step with weights from step_weights().
+  LSTMState forward(const Tensor& x, const LSTMState& state, const LSTMWeights& step_weights) const;
 
  private:
   LSTMState initial_state(const Tensor& x, const LSTMState& state) const;

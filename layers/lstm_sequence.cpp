@@ -87,7 +87,12 @@ LSTMSequenceOutput lstm_sequence(const Tensor& x, const LSTMState& initial, cons
     const F* pb_hh = w.bias_hh.data<F>();
     for (std::int64_t k = 0; k < G; ++k) bias.data<F>()[k] = pb_ih[k] + pb_hh[k];
     const F* pb = bias.data<F>();
-    const F* w_hh = w.weight_hh.data<F>();
+    // Small batches multiply by a transposed copy of W_hh (made once here, used T
+    // times): OpenBLAS is ~1.7x faster on plain than on transposed operands for
+    // them (see LSTMWeights::weight_hh_t).
+    const bool small = B < kTransposedWeightsBelow;
+    Tensor w_hh_t = small ? transpose(w.weight_hh.detach(), 0, 1) : Tensor();  // (H, 4H), a copy
+    const F* w_hh = small ? w_hh_t.data<F>() : w.weight_hh.data<F>();
 
     // a = x @ W_ih^T   (B*T, 4H): the input's share of every step's gates, one GEMM
     blas::gemm(false, true, B * T, G, I, F(1), x.data<F>(), I, w.weight_ih.data<F>(), I, F(0), a, G);
@@ -99,7 +104,7 @@ LSTMSequenceOutput lstm_sequence(const Tensor& x, const LSTMState& initial, cons
       const std::int64_t t = first + s * dir;
       const bool last = s == T - 1;
       // a[:, t] += h_prev[:, t] @ W_hh^T   (B, 4H): the recurrent share, one GEMM per step
-      blas::gemm(false, true, B, G, H, F(1), hp + t * H, T * H, w_hh, H, F(1), a + t * G, T * G);
+      blas::gemm(false, !small, B, G, H, F(1), hp + t * H, T * H, w_hh, small ? G : H, F(1), a + t * G, T * G);
       for (std::int64_t b = 0; b < B; ++b) {
         const std::int64_t row = b * T + t;
         // where the state after this step goes: the next step's h_prev/c_prev, or the final state

@@ -102,6 +102,7 @@ std::vector<Hypothesis> beam_search(Seq2Seq& model, const Batch& batch, const De
   enc.keys.mask = pick_rows(enc.keys.mask, expand);
   enc.s0 = pick_rows(enc.s0, expand);
   enc.c0 = pick_rows(enc.c0, expand);
+  enc.cell_weights = model.cell.step_weights(B * K);  // steps now run B*K rows
   Seq2Seq::State state = model.initial_state(enc);
 
   struct Beam {

@@ -143,6 +143,7 @@ Seq2Seq::Encoded Seq2Seq::encode(const Indices& source, const std::vector<std::i
   enc.c0 = tanh(bridge_c.forward(last(out.c_n)));
   if (additive) enc.keys = additive->precompute(enc.states, enc.mask);
   if (dot) enc.keys = dot->precompute(enc.states, enc.mask);
+  enc.cell_weights = cell.step_weights(B);  // the same weights for every decoder step of this batch
   return enc;
 }
 
@@ -152,7 +153,7 @@ Seq2Seq::State Seq2Seq::initial_state(const Encoded& enc) const {
 
 Seq2Seq::Step Seq2Seq::step(const Encoded& enc, const Indices& previous, const State& state) {
   Tensor y = maybe_dropout(target_embed.forward(previous));       // (B, E)
-  nn::LSTMState next = cell.forward(concat({y, state.feed}, 1), {state.s, state.c});  // input feeding
+  nn::LSTMState next = cell.forward(concat({y, state.feed}, 1), {state.s, state.c}, enc.cell_weights);  // input feeding
   Step out;
   Tensor features = next.h;  // (B, H), or [s; c] (B, H + Hk) with attention
   if (additive || dot) {

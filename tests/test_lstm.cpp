@@ -106,16 +106,19 @@ TEST_CASE("LSTM: a tiny sequence worked out by hand, with and without padding") 
   CHECK(one.c_n.at({0, 0, 0}) == doctest::Approx(1.3807970779778824).epsilon(1e-14));
 }
 
-TEST_CASE("lstm_sequence: fused equals composed, both directions, with padding") {
-  Generator gen(2);
-  const std::int64_t B = 4, T = 5, I = 3, H = 4;
-  const std::vector<std::int64_t> lengths{5, 1, 3, 4};  // unsorted, with a single-token row
+// B = 4 runs the recurrent GEMM on a transposed copy of W_hh (small batches),
+// B = 37 on W_hh itself (see kTransposedWeightsBelow): both paths are checked.
+void check_sequence_fused_equals_composed(Generator& gen, std::int64_t B) {
+  const std::int64_t T = 5, I = 3, H = 4;
+  std::vector<std::int64_t> lengths{5, 1, 3, 4};  // unsorted, with a single-token row
+  for (std::int64_t b = 4; b < B; ++b) lengths.push_back(1 + (b * 7) % T);
   for (DType dtype : {Float64, Float32}) {
     const double tol = dtype == Float64 ? 1e-13 : 2e-5;
     for (bool reverse : {false, true}) {
       LSTMWeights w{normal({4 * H, I}, 0, 0.5, gen, dtype).requires_grad_(),
                     normal({4 * H, H}, 0, 0.5, gen, dtype).requires_grad_(),
-                    normal({4 * H}, 0, 0.5, gen, dtype).requires_grad_(), normal({4 * H}, 0, 0.5, gen, dtype).requires_grad_()};
+                    normal({4 * H}, 0, 0.5, gen, dtype).requires_grad_(),
+                    normal({4 * H}, 0, 0.5, gen, dtype).requires_grad_()};
       Tensor x = normal({B, T, I}, 0, 1, gen, dtype).requires_grad_();
       Tensor h0 = normal({B, H}, 0, 1, gen, dtype).requires_grad_();
       Tensor c0 = normal({B, H}, 0, 1, gen, dtype).requires_grad_();
@@ -131,12 +134,19 @@ TEST_CASE("lstm_sequence: fused equals composed, both directions, with padding")
             },
             leaves, upstream);
       };
-      INFO("reverse ", reverse, ", ", dtype);
+      INFO("B ", B, ", reverse ", reverse, ", ", dtype);
       Run fused = run(true), composed = run(false);
       check_close(fused.values, composed.values, tol, "output (y, h_n, c_n)");
       check_close(fused.grads, composed.grads, tol, "gradient of (x, h0, c0, W_ih, W_hh, b_ih, b_hh)");
     }
   }
+}
+
+TEST_CASE("lstm_sequence: fused equals composed, both directions, with padding") {
+  static_assert(4 < kTransposedWeightsBelow && 37 >= kTransposedWeightsBelow);
+  Generator gen(2);
+  SUBCASE("a small batch") { check_sequence_fused_equals_composed(gen, 4); }
+  SUBCASE("a large batch") { check_sequence_fused_equals_composed(gen, 37); }
 }
 
 TEST_CASE("LSTM: fused equals composed, 1 and 2 layers, both directions, with and without h0/c0") {

@@ -123,6 +123,41 @@ TEST_CASE("lstm_cell: fused equals composed, values and every gradient") {
   }
 }
 
+TEST_CASE("LSTMCell: steps with the transposed weight copies equal plain steps, values and every gradient") {
+  Generator gen(8);
+  const std::int64_t B = 3, I = 4, H = 5;
+  for (DType dtype : {Float64, Float32}) {
+    const double tol = dtype == Float64 ? 1e-13 : 1e-5;
+    LSTMCell cell(I, H, gen, {.dtype = dtype});
+    const LSTMWeights w = cell.step_weights(B);
+    REQUIRE(w.weight_ih_t.defined());
+    CHECK(max_abs_diff(w.weight_ih_t, transpose(cell.weights().weight_ih, 0, 1)) == 0);
+    CHECK(max_abs_diff(w.weight_hh_t, transpose(cell.weights().weight_hh, 0, 1)) == 0);
+    CHECK(!w.weight_ih_t.requires_grad());
+    CHECK(!cell.step_weights(kTransposedWeightsBelow).weight_ih_t.defined());  // large batches: no copies
+    Tensor x = normal({B, I}, 0, 1, gen, dtype).requires_grad_();
+    Tensor h0 = normal({B, H}, 0, 1, gen, dtype).requires_grad_();
+    Tensor c0 = normal({B, H}, 0, 1, gen, dtype).requires_grad_();
+    std::vector<Tensor> leaves{x, h0, c0};
+    for (const Tensor& p : cell.parameters()) leaves.push_back(p);
+    std::vector<Tensor> upstream{normal({B, H}, 0, 1, gen, dtype), normal({B, H}, 0, 1, gen, dtype),
+                                 normal({B, H}, 0, 1, gen, dtype), normal({B, H}, 0, 1, gen, dtype)};
+    // Two steps, so that the second's h_prev and c_prev carry gradient too.
+    auto two_steps = [&](bool with_copies) {
+      return run_with_grads(
+          [&] {
+            LSTMState s1 = with_copies ? cell.forward(x, {h0, c0}, w) : cell.forward(x, {h0, c0});
+            LSTMState s2 = with_copies ? cell.forward(x, s1, w) : cell.forward(x, s1);
+            return std::vector<Tensor>{s1.h, s1.c, s2.h, s2.c};
+          },
+          leaves, upstream);
+    };
+    Run copies = two_steps(true), plain = two_steps(false);
+    check_close(copies.values, plain.values, tol, "output");
+    check_close(copies.grads, plain.grads, tol, "gradient of leaf");
+  }
+}
+
 TEST_CASE("lstm_cell: gradcheck w.r.t. x, h, c and the four parameters") {
   Generator gen(4);
   LSTMCell cell(3, 4, gen, {.forget_bias_one = true});
@@ -215,6 +250,20 @@ TEST_CASE("lstm_cell: shape and dtype errors") {
       Error);
   CHECK_THROWS_WITH_AS(LSTMCell(0, 4, gen), "LSTMCell: input_size and hidden_size must be positive, got 0 and 4",
                        Error);
+  // The transposed copies: both or neither, of the right shapes, and a cell takes only its own.
+  LSTMWeights only_one = w;
+  only_one.weight_ih_t = transpose(w.weight_ih, 0, 1);
+  CHECK_THROWS_WITH_AS(lstm_cell(zeros({2, 3}), {h, c}, only_one),
+                       "lstm_cell: weight_ih_t and weight_hh_t come together; only one is set", Error);
+  LSTMWeights wrong = only_one;
+  wrong.weight_hh_t = w.weight_hh;  // (16, 4) instead of (4, 16)
+  CHECK_THROWS_WITH_AS(lstm_cell(zeros({2, 3}), {h, c}, wrong),
+                       "lstm_cell: weight_ih_t must be (I, 4H) = (3, 16) and weight_hh_t (H, 4H) = (4, 16), got [3, 16] "
+                       "and [16, 4]",
+                       Error);
+  LSTMCell other(3, 4, gen);
+  CHECK_THROWS_WITH_AS(cell.forward(zeros({2, 3}), {h, c}, other.step_weights(2)),
+                       "LSTMCell.forward: the step weights are not this cell's (get them from step_weights())", Error);
 }
 
 // tests/reference/torch_lstm.py: nn.LSTMCell with loss = sum(h * R_h) + sum(c * R_c).
