@@ -28,6 +28,9 @@ double add_lanes(const T (&lanes)[kLanes]) {
 
 }  // namespace
 
+// noipa: not inlined and not analysed, so that callers cannot know the values.
+__attribute__((noipa)) ExpRange exp_range() { return {-87.0f, 88.0f}; }
+
 ATTEND_SIMD_CLONES void tanh(const float* x, float* y, std::int64_t n) {
   map(x, y, n, [](float v) { return fast_math::tanh(v); });
 }
@@ -35,7 +38,8 @@ void tanh(const double* x, double* y, std::int64_t n) {
   map(x, y, n, [](double v) { return std::tanh(v); });
 }
 ATTEND_SIMD_CLONES void sigmoid(const float* x, float* y, std::int64_t n) {
-  map(x, y, n, [](float v) { return fast_math::sigmoid(v); });
+  const ExpRange range = exp_range();
+  map(x, y, n, [range](float v) { return fast_math::sigmoid(v, range); });
 }
 void sigmoid(const double* x, double* y, std::int64_t n) {
   map(x, y, n, [](double v) { return fast_math::sigmoid(v); });
@@ -49,28 +53,41 @@ void tanh_of_sum(const double* __restrict a, const double* __restrict b, double*
   for (std::int64_t i = 0; i < n; ++i) y[i] = std::tanh(a[i] + b[i]);
 }
 
+namespace {
 // The float sum is kept in double lanes: a row of 8,000 probabilities added in
-// float would lose ~4 digits on the way.
-ATTEND_SIMD_CLONES double exp_shifted_sum(const float* __restrict x, float shift, float* __restrict y,
-                                          std::int64_t n) {
+// float would lose ~4 digits on the way. Each block of 64 is first added up in
+// float lanes (8 additions per lane, no loss worth counting), which costs far
+// less than converting every element to double. Inlined into each clone (a
+// plain call would run the baseline build).
+template <bool kStore>
+[[gnu::always_inline]] inline double exp_shifted_sum_lanes(const float* __restrict x, float shift, float* __restrict y,
+                                                          std::int64_t n) {
+  const ExpRange range = exp_range();
+  constexpr std::int64_t kBlock = 8 * kLanes;
   double lanes[kLanes] = {};
   std::int64_t k = 0;
-  if (y) {
-    for (; k + kLanes <= n; k += kLanes)
+  for (; k + kBlock <= n; k += kBlock) {
+    float block[kLanes] = {};
+    for (std::int64_t i = k; i < k + kBlock; i += kLanes)
       for (int l = 0; l < kLanes; ++l) {
-        y[k + l] = fast_math::exp(x[k + l] - shift);
-        lanes[l] += static_cast<double>(y[k + l]);
+        const float e = fast_math::exp(x[i + l] - shift, range);
+        if constexpr (kStore) y[i + l] = e;
+        block[l] += e;
       }
-    for (; k < n; ++k) {
-      y[k] = fast_math::exp(x[k] - shift);
-      lanes[0] += static_cast<double>(y[k]);
-    }
-  } else {
-    for (; k + kLanes <= n; k += kLanes)
-      for (int l = 0; l < kLanes; ++l) lanes[l] += static_cast<double>(fast_math::exp(x[k + l] - shift));
-    for (; k < n; ++k) lanes[0] += static_cast<double>(fast_math::exp(x[k] - shift));
+    for (int l = 0; l < kLanes; ++l) lanes[l] += static_cast<double>(block[l]);
+  }
+  for (; k < n; ++k) {
+    const float e = fast_math::exp(x[k] - shift, range);
+    if constexpr (kStore) y[k] = e;
+    lanes[0] += static_cast<double>(e);
   }
   return add_lanes(lanes);
+}
+}  // namespace
+
+ATTEND_SIMD_CLONES double exp_shifted_sum(const float* __restrict x, float shift, float* __restrict y,
+                                          std::int64_t n) {
+  return y ? exp_shifted_sum_lanes<true>(x, shift, y, n) : exp_shifted_sum_lanes<false>(x, shift, y, n);
 }
 double exp_shifted_sum(const double* __restrict x, double shift, double* __restrict y, std::int64_t n) {
   double total = 0;

@@ -32,12 +32,23 @@
 
 namespace attend::fast_math {
 
-// e^x (Cephes' expf, without branches). The argument is clamped to [-87, 88],
+// exp's argument is clamped to [lo, hi] = [-87, 88], which keeps 2^n a normal
+// float. In a loop, pass the bounds from exp_range(), which the compiler cannot
+// see through: with the bounds as constants GCC gives the vector loop a separate
+// path for each clamped case (where the result is a constant it can fold), which
+// made exp_shifted_sum's loop twice as slow; with opaque bounds there is one
+// straight path.
+struct ExpRange {
+  float lo, hi;
+};
+ExpRange exp_range();  // {-87, 88}, out of line on purpose (core/fast_math.cpp)
+
+// e^x (Cephes' expf, without branches). The argument is clamped to [lo, hi],
 // so this never returns 0 or inf: for softmax rows and gates, not for users' exp.
 // x = n ln2 + r with |r| <= ln2/2, e^x = 2^n * e^r, e^r by a degree-7 polynomial.
-inline float exp(float x) {
-  x = x < -87.0f ? -87.0f : x;  // keeps 2^n a normal float
-  x = x > 88.0f ? 88.0f : x;
+inline float exp(float x, ExpRange range) {
+  x = x < range.lo ? range.lo : x;
+  x = x > range.hi ? range.hi : x;
   // Adding 1.5 * 2^23 rounds x/ln2 to an integer n, which then sits in the low mantissa bits.
   const float magic = 12582912.0f;
   const float shifted = x * 1.44269504088896341f + magic;
@@ -55,6 +66,7 @@ inline float exp(float x) {
   const float two_to_n = std::bit_cast<float>((n_int + 127) << 23);
   return p * two_to_n;
 }
+inline float exp(float x) { return fast_math::exp(x, ExpRange{-87.0f, 88.0f}); }
 
 // tanh without branches, both sides computed and one chosen, sharing one
 // division. With a = |x| and z = a^2:
@@ -103,6 +115,7 @@ inline float tanh(float x) {
 
 // σ(x) = 1 / (1 + e^-x); no cancellation anywhere, so the relative error stays
 // small. exp clamps its argument, so e^-x never overflows to inf.
+inline float sigmoid(float x, ExpRange range) { return 1.0f / (1.0f + fast_math::exp(-x, range)); }
 inline float sigmoid(float x) { return 1.0f / (1.0f + fast_math::exp(-x)); }
 
 inline double exp(double x) { return std::exp(x); }

@@ -15,11 +15,12 @@ namespace attend::nn::lstm_kernels {
 
 namespace {
 
-using fast_math::sigmoid;
 template <class T>
 T tanh_of(T x) {
   return fast_math::tanh(x);
 }
+inline float sigmoid_of(float x, fast_math::ExpRange range) { return fast_math::sigmoid(x, range); }
+inline double sigmoid_of(double x, fast_math::ExpRange) { return fast_math::sigmoid(x); }
 
 // The row loops take every array as a separate __restrict parameter: the
 // compiler then knows the gate blocks do not overlap and vectorises without
@@ -31,12 +32,13 @@ ATTEND_SIMD_CLONES
 void forward_gates(std::int64_t hidden, T* __restrict ai, T* __restrict af, T* __restrict ag, T* __restrict ao,
                    const T* __restrict bi, const T* __restrict bf, const T* __restrict bg, const T* __restrict bo,
                    const T* __restrict c_prev, T* __restrict c, T* __restrict tanh_c, T* __restrict h) {
+  const fast_math::ExpRange range = fast_math::exp_range();  // see fast_math::ExpRange
   for (std::int64_t j = 0; j < hidden; ++j) {
     // i = σ(a_i + b_i)   f = σ(a_f + b_f)   g = tanh(a_g + b_g)   o = σ(a_o + b_o)
-    const T i = sigmoid(ai[j] + bi[j]);
-    const T f = sigmoid(af[j] + bf[j]);
+    const T i = sigmoid_of(ai[j] + bi[j], range);
+    const T f = sigmoid_of(af[j] + bf[j], range);
     const T g = tanh_of(ag[j] + bg[j]);
-    const T o = sigmoid(ao[j] + bo[j]);
+    const T o = sigmoid_of(ao[j] + bo[j], range);
     // c = f * c_prev + i * g
     const T c_j = f * c_prev[j] + i * g;
     // h = o * tanh(c)

@@ -47,6 +47,16 @@ TEST_CASE("float exp is within 1 ulp of the exact value on [-87, 88]") {
   CHECK(std::isfinite(fast_math::exp(1000.0f)));
 }
 
+TEST_CASE("exp and sigmoid with the opaque bounds of exp_range() are exp and sigmoid") {
+  const fast_math::ExpRange range = fast_math::exp_range();
+  CHECK(range.lo == -87.0f);
+  CHECK(range.hi == 88.0f);
+  for (float x : {-1000.0f, -87.5f, -3.0f, 0.0f, 0.5f, 87.9f, 88.5f, 1000.0f}) {
+    CHECK(fast_math::exp(x, range) == fast_math::exp(x));
+    CHECK(fast_math::sigmoid(x, range) == fast_math::sigmoid(x));
+  }
+}
+
 TEST_CASE("float tanh is within 1.5 ulp of the exact value, near 0 too, and odd") {
   auto f = [](float x) { return fast_math::tanh(x); };
   auto exact = [](double x) { return std::tanh(x); };
