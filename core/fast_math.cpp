@@ -45,14 +45,6 @@ void sigmoid(const double* x, double* y, std::int64_t n) {
   map(x, y, n, [](double v) { return fast_math::sigmoid(v); });
 }
 
-ATTEND_SIMD_CLONES void tanh_of_sum(const float* __restrict a, const float* __restrict b, float* __restrict y,
-                                    std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) y[i] = fast_math::tanh(a[i] + b[i]);
-}
-void tanh_of_sum(const double* __restrict a, const double* __restrict b, double* __restrict y, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) y[i] = std::tanh(a[i] + b[i]);
-}
-
 namespace {
 // The float sum is kept in double lanes: a row of 8,000 probabilities added in
 // float would lose ~4 digits on the way. Each block of 64 is first added up in
@@ -113,20 +105,6 @@ double sum_of_squares_lanes(const T* x, std::int64_t n) {
 
 ATTEND_SIMD_CLONES double sum_of_squares(const float* x, std::int64_t n) { return sum_of_squares_lanes(x, n); }
 ATTEND_SIMD_CLONES double sum_of_squares(const double* x, std::int64_t n) { return sum_of_squares_lanes(x, n); }
-
-ATTEND_SIMD_CLONES float dot(const float* __restrict a, const float* __restrict b, std::int64_t n) {
-  float lanes[kLanes] = {};
-  std::int64_t k = 0;
-  for (; k + kLanes <= n; k += kLanes)
-    for (int l = 0; l < kLanes; ++l) lanes[l] += a[k + l] * b[k + l];
-  for (; k < n; ++k) lanes[0] += a[k] * b[k];
-  return static_cast<float>(add_lanes(lanes));
-}
-double dot(const double* __restrict a, const double* __restrict b, std::int64_t n) {
-  double total = 0;
-  for (std::int64_t k = 0; k < n; ++k) total += a[k] * b[k];
-  return total;
-}
 
 namespace {
 // Lanes of running maxima, as with the sums. (x > m ? x : m) keeps m when x is

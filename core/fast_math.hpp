@@ -1,7 +1,7 @@
 #pragma once
 // exp, tanh and sigmoid for float that the compiler can turn into SIMD code, and
 // the few whole-array loops the hot ops share (tanh of a row, exp-and-sum of a
-// row of logits, a dot product).
+// row of logits, max, axpy, a dot product).
 //
 // Why: glibc's tanhf costs ~9 ns and cannot be vectorised. A training step of
 // the additive-attention Seq2Seq takes B*S*A tanhs per decoder step (20,480 at
@@ -127,9 +127,10 @@ inline double sigmoid(double x) {
   return e / (1.0 + e);
 }
 
-// sum_k a_k b_k with eight independent partial sums, inline: for a row loop that
-// is itself compiled for AVX2 (ATTEND_SIMD_CLONES) and takes many short dot
-// products, where a call per product would cost as much as the product.
+// sum_k a_k b_k with eight independent partial sums (so not in index order),
+// inline: for a row loop that is itself compiled for AVX2 (ATTEND_SIMD_CLONES)
+// and takes many short dot products, where a call per product would cost as
+// much as the product.
 template <class T>
 inline T dot_inline(const T* __restrict a, const T* __restrict b, std::int64_t n) {
   T lanes[8] = {};
@@ -145,10 +146,6 @@ void tanh(const float* x, float* y, std::int64_t n);
 void tanh(const double* x, double* y, std::int64_t n);
 void sigmoid(const float* x, float* y, std::int64_t n);
 void sigmoid(const double* x, double* y, std::int64_t n);
-
-// y = tanh(a + b) element by element (no array may overlap another).
-void tanh_of_sum(const float* a, const float* b, float* y, std::int64_t n);
-void tanh_of_sum(const double* a, const double* b, double* y, std::int64_t n);
 
 // y_k = exp(x_k - shift), returns sum_k y_k (added up in double). y may be null:
 // then only the sum.
@@ -171,9 +168,5 @@ void scale_shift(double a, double b, double* y, std::int64_t n);
 void axpy(float a, const float* x, float* y, std::int64_t n);
 void axpy(double a, const double* x, double* y, std::int64_t n);
 
-// sum_k a_k b_k; the float version with independent accumulators (so not in
-// index order), the double version in index order.
-float dot(const float* a, const float* b, std::int64_t n);
-double dot(const double* a, const double* b, std::int64_t n);
 
 }  // namespace attend::fast_math
