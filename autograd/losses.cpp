@@ -188,6 +188,7 @@ Tensor linear_cross_entropy(const Tensor& h, const Tensor& weight, const Tensor&
     T* z = z_rows.data<T>();
     T* dz = grads ? dz_rows.data<T>() : nullptr;
     const T scale = count > 0 ? static_cast<T>(1.0 / double(count)) : T(0);
+    const T off = static_cast<T>(eps / double(V)) * scale;  // q_k * scale for k != t
     double total = 0;
     for (std::int64_t r0 = 0; r0 < N; r0 += R) {
       const std::int64_t rows = std::min(R, N - r0);
@@ -212,7 +213,6 @@ Tensor linear_cross_entropy(const Tensor& h, const Tensor& weight, const Tensor&
         if (dz_i) {
           // p = e / s, so dz_k = (p_k - q_k) / count = e_k * (scale / s) - off, one pass
           // (scale = 1 / count, off = eps / V * scale), and the target's q_t mass.
-          const T off = static_cast<T>(eps / double(V)) * scale;
           fast_math::scale_shift(static_cast<T>(double(scale) / sum_e), -off, dz_i, V);
           dz_i[t] -= static_cast<T>(1 - eps) * scale;
           if (db) fast_math::axpy(T(1), dz_i, db, V);  // db_1 = sum over rows of dz

@@ -119,6 +119,9 @@ inline float sigmoid(float x, ExpRange range) { return 1.0f / (1.0f + fast_math:
 inline float sigmoid(float x) { return 1.0f / (1.0f + fast_math::exp(-x)); }
 
 inline double exp(double x) { return std::exp(x); }
+// The double versions take a range too, so that a loop templated on the type can
+// pass one; double needs no clamp.
+inline double exp(double x, ExpRange) { return std::exp(x); }
 inline double tanh(double x) { return std::tanh(x); }
 // The two branches keep exp from overflowing for large |x|.
 inline double sigmoid(double x) {
@@ -126,6 +129,7 @@ inline double sigmoid(double x) {
   const double e = std::exp(x);
   return e / (1.0 + e);
 }
+inline double sigmoid(double x, ExpRange) { return fast_math::sigmoid(x); }
 
 // sum_k a_k b_k with eight independent partial sums (so not in index order),
 // inline: for a row loop that is itself compiled for AVX2 (ATTEND_SIMD_CLONES)

@@ -15,11 +15,6 @@
 
 namespace attend::nn::detail {
 
-namespace {
-inline float exp_of(float x, fast_math::ExpRange range) { return fast_math::exp(x, range); }
-inline double exp_of(double x, fast_math::ExpRange) { return std::exp(x); }
-}  // namespace
-
 // forward: alpha_j = exp(e_j - m) / sum_k exp(e_k - m) over the real positions
 // (m = their largest score, so exp never overflows); alpha_j = 0 exactly where
 // mask_j = 0; a row without a real position gets alpha = 0, not 0/0.
@@ -36,7 +31,7 @@ ATTEND_SIMD_CLONES void masked_softmax_row(const T* e, const T* mask, T* alpha, 
   T z = 0;
   const fast_math::ExpRange range = fast_math::exp_range();  // see fast_math::ExpRange
   for (std::int64_t j = 0; j < S; ++j) {
-    alpha[j] = mask[j] != T(0) ? exp_of(e[j] - m, range) : T(0);
+    alpha[j] = mask[j] != T(0) ? fast_math::exp(e[j] - m, range) : T(0);
     z += alpha[j];
   }
   if (!any) return;  // alpha is all zeros already

@@ -19,8 +19,6 @@ template <class T>
 T tanh_of(T x) {
   return fast_math::tanh(x);
 }
-inline float sigmoid_of(float x, fast_math::ExpRange range) { return fast_math::sigmoid(x, range); }
-inline double sigmoid_of(double x, fast_math::ExpRange) { return fast_math::sigmoid(x); }
 
 // The row loops take every array as a separate __restrict parameter: the
 // compiler then knows the gate blocks do not overlap and vectorises without
@@ -35,10 +33,10 @@ void forward_gates(std::int64_t hidden, T* __restrict ai, T* __restrict af, T* _
   const fast_math::ExpRange range = fast_math::exp_range();  // see fast_math::ExpRange
   for (std::int64_t j = 0; j < hidden; ++j) {
     // i = σ(a_i + b_i)   f = σ(a_f + b_f)   g = tanh(a_g + b_g)   o = σ(a_o + b_o)
-    const T i = sigmoid_of(ai[j] + bi[j], range);
-    const T f = sigmoid_of(af[j] + bf[j], range);
+    const T i = fast_math::sigmoid(ai[j] + bi[j], range);
+    const T f = fast_math::sigmoid(af[j] + bf[j], range);
     const T g = tanh_of(ag[j] + bg[j]);
-    const T o = sigmoid_of(ao[j] + bo[j], range);
+    const T o = fast_math::sigmoid(ao[j] + bo[j], range);
     // c = f * c_prev + i * g
     const T c_j = f * c_prev[j] + i * g;
     // h = o * tanh(c)
