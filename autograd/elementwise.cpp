@@ -85,7 +85,8 @@ Tensor add(const Tensor& a, const Tensor& b) {
         if (db) db[ib] += dy[i];
       });
     });
-  });
+  })
+      .replay({"a", "b"}, [](const Tensors& in) { return Tensors{add(in[0], in[1])}; });
   return y;
 }
 
@@ -103,7 +104,8 @@ Tensor sub(const Tensor& a, const Tensor& b) {
         if (db) db[ib] -= dy[i];
       });
     });
-  });
+  })
+      .replay({"a", "b"}, [](const Tensors& in) { return Tensors{sub(in[0], in[1])}; });
   return y;
 }
 
@@ -123,7 +125,8 @@ Tensor mul(const Tensor& a, const Tensor& b) {
         if (db) db[ib] += dy[i] * pa[ia];
       });
     });
-  });
+  })
+      .replay({"a", "b"}, [](const Tensors& in) { return Tensors{mul(in[0], in[1])}; });
   return y;
 }
 
@@ -143,7 +146,8 @@ Tensor div(const Tensor& a, const Tensor& b) {
         if (db) db[ib] -= dy[i] * pa[ia] / (pb[ib] * pb[ib]);
       });
     });
-  });
+  })
+      .replay({"a", "b"}, [](const Tensors& in) { return Tensors{div(in[0], in[1])}; });
   return y;
 }
 
@@ -156,21 +160,24 @@ Tensor neg(const Tensor& x) {
       const T* dy = g.dy().data<T>();
       unary_backward<T>(g.dx(0), [&](std::int64_t i) { return -dy[i]; });
     });
-  });
+  })
+      .replay({"x"}, [](const Tensors& in) { return Tensors{neg(in[0])}; });
   return y;
 }
 
 // y = x + s   dx += dy
 Tensor add(const Tensor& x, double s) {
   Tensor y = unary_forward("add", x, [s](auto v) { return v + static_cast<decltype(v)>(s); });
-  record("add_scalar", {x}, {&y}, [](Grads& g) { g.dx(0).add_(g.dy()); });
+  record("add_scalar", {x}, {&y}, [](Grads& g) { g.dx(0).add_(g.dy()); })
+      .replay({"x"}, [s](const Tensors& in) { return Tensors{add(in[0], s)}; });
   return y;
 }
 
 // y = x * s   dx += dy * s
 Tensor mul(const Tensor& x, double s) {
   Tensor y = unary_forward("mul", x, [s](auto v) { return v * static_cast<decltype(v)>(s); });
-  record("mul_scalar", {x}, {&y}, [s](Grads& g) { g.dx(0).add_(g.dy(), s); });
+  record("mul_scalar", {x}, {&y}, [s](Grads& g) { g.dx(0).add_(g.dy(), s); })
+      .replay({"x"}, [s](const Tensors& in) { return Tensors{mul(in[0], s)}; });
   return y;
 }
 
@@ -184,7 +191,8 @@ Tensor tanh(const Tensor& x) {
       const T* py = y.data<T>();
       unary_backward<T>(g.dx(0), [&](std::int64_t i) { return dy[i] * (T(1) - py[i] * py[i]); });
     });
-  });
+  })
+      .replay({"x"}, [](const Tensors& in) { return Tensors{tanh(in[0])}; });
   return y;
 }
 
@@ -199,7 +207,8 @@ Tensor sigmoid(const Tensor& x) {
       const T* py = y.data<T>();
       unary_backward<T>(g.dx(0), [&](std::int64_t i) { return dy[i] * py[i] * (T(1) - py[i]); });
     });
-  });
+  })
+      .replay({"x"}, [](const Tensors& in) { return Tensors{sigmoid(in[0])}; });
   return y;
 }
 
@@ -213,7 +222,8 @@ Tensor relu(const Tensor& x) {
       const T* px = x.data<T>();
       unary_backward<T>(g.dx(0), [&](std::int64_t i) { return px[i] > T(0) ? dy[i] : T(0); });
     });
-  });
+  })
+      .replay({"x"}, [](const Tensors& in) { return Tensors{relu(in[0])}; });
   return y;
 }
 
@@ -228,7 +238,8 @@ Tensor exp(const Tensor& x) {
       const T* py = y.data<T>();
       unary_backward<T>(g.dx(0), [&](std::int64_t i) { return dy[i] * py[i]; });
     });
-  });
+  })
+      .replay({"x"}, [](const Tensors& in) { return Tensors{exp(in[0])}; });
   return y;
 }
 
@@ -242,7 +253,8 @@ Tensor log(const Tensor& x) {
       const T* px = x.data<T>();
       unary_backward<T>(g.dx(0), [&](std::int64_t i) { return dy[i] / px[i]; });
     });
-  });
+  })
+      .replay({"x"}, [](const Tensors& in) { return Tensors{log(in[0])}; });
   return y;
 }
 

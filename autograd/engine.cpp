@@ -11,6 +11,7 @@ namespace attend {
 namespace {
 thread_local bool grad_enabled = true;
 thread_local bool anomaly_enabled = false;
+thread_local bool replay_enabled = false;
 
 bool all_finite(const Tensor& t) {
   return dispatch(t.dtype(), [&](auto zero) {
@@ -27,6 +28,18 @@ bool GradMode::enabled() { return grad_enabled; }
 void GradMode::set_enabled(bool enabled) { grad_enabled = enabled; }
 bool AnomalyMode::enabled() { return anomaly_enabled; }
 void AnomalyMode::set_enabled(bool enabled) { anomaly_enabled = enabled; }
+bool ReplayMode::enabled() { return replay_enabled; }
+void ReplayMode::set_enabled(bool enabled) { replay_enabled = enabled; }
+
+void Node::set_replay(std::vector<std::string> input_names, ReplayFn fn) {
+  input_names_ = std::move(input_names);
+  replay_ = std::move(fn);
+}
+
+std::string Node::input_name(std::size_t input) const {
+  if (input < input_names_.size() && !input_names_[input].empty()) return input_names_[input];
+  return fmt::format("input {}", input);
+}
 
 // A graph that is dropped without a backward (evaluation with grad on, an
 // exception) would otherwise be destroyed recursively, one stack frame chain per
@@ -73,7 +86,7 @@ Tensor& Grads::dx(int input) {
   return impl.grad;
 }
 
-void check_finite_forward(const char* name, std::initializer_list<Tensor*> outputs) {
+void check_finite_forward(const char* name, std::span<Tensor* const> outputs) {
   int k = 0;
   for (Tensor* y : outputs) {
     if (!all_finite(*y)) fail("anomaly: the forward of '{}' produced a non-finite value in output {} (shape {})", name, k, y->shape());
@@ -82,7 +95,7 @@ void check_finite_forward(const char* name, std::initializer_list<Tensor*> outpu
 }
 
 void record_node(std::shared_ptr<Node> node, const char* name, std::span<const Tensor> inputs,
-                 std::initializer_list<Tensor*> outputs) {
+                 std::span<Tensor* const> outputs) {
   node->name_ = name;
   node->inputs_.assign(inputs.begin(), inputs.end());
   node->out_grads_.resize(outputs.size());
@@ -164,10 +177,26 @@ struct Engine {
           if (!node.out_grads_[k].defined()) node.out_grads_[k] = zeros(node.output_shapes_[k], node.dtype_);
         Grads grads_view(node);
         node.apply(grads_view);
+        check_gradient_shapes(node);
         if (AnomalyMode::enabled()) check_backward(node);
       }
       node.out_grads_.assign(node.out_grads_.size(), Tensor());
       if (!retain_graph) node.release();
+    }
+  }
+
+  // A backward that put a tensor of another shape or dtype into a gradient slot
+  // (dx = something, instead of adding into dx) would corrupt every later sum.
+  static void check_gradient_shapes(Node& node) {
+    for (std::size_t i = 0; i < node.inputs_.size(); ++i) {
+      const Tensor& in = node.inputs_[i];
+      if (!in.requires_grad()) continue;
+      TensorImpl& impl = *in.impl();
+      const Tensor& g = impl.grad_fn ? impl.grad_fn->out_grads_[impl.output_nr] : impl.grad;
+      if (g.defined() && (!(g.shape() == impl.shape) || g.dtype() != impl.dtype))
+        fail("backward of '{}': the gradient of {} is {} {} but the input is {} {}; a backward must add into "
+             "g.dx(i), which has the input's shape and dtype, never replace it",
+             node.name_, node.input_name(i), g.dtype(), g.shape(), impl.dtype, impl.shape);
     }
   }
 
@@ -183,6 +212,11 @@ struct Engine {
     }
   }
 };
+
+std::vector<std::shared_ptr<Node>> graph_nodes(const std::vector<Tensor>& roots) {
+  for (const Tensor& root : roots) check_defined("graph_nodes", root, "a root");
+  return Engine::topological_order(roots);
+}
 
 void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, bool retain_graph) {
   Engine::run(roots, grads, retain_graph);

@@ -1,7 +1,8 @@
 #pragma once
 // Switches that apply to the current thread: whether ops are recorded for
 // backward (GradMode, NoGradGuard), and whether every op's outputs and
-// gradients are checked for NaN and infinity (AnomalyMode).
+// gradients are checked for NaN and infinity (AnomalyMode), and whether every
+// recorded op keeps a way to run its forward again (ReplayMode).
 namespace attend {
 
 struct GradMode {
@@ -46,6 +47,26 @@ class AnomalyGuard {
   ~AnomalyGuard() { AnomalyMode::set_enabled(previous_); }
   AnomalyGuard(const AnomalyGuard&) = delete;
   AnomalyGuard& operator=(const AnomalyGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// When on, every recorded op also keeps a function that runs its forward again
+// from its inputs (Node::replay), so that gradcheck's per-node mode can check
+// each op of a graph on its own. Off (the default), recording stores no such
+// function and costs nothing more.
+struct ReplayMode {
+  static bool enabled();
+  static void set_enabled(bool enabled);
+};
+
+class ReplayGuard {
+ public:
+  explicit ReplayGuard(bool on = true) : previous_(ReplayMode::enabled()) { ReplayMode::set_enabled(on); }
+  ~ReplayGuard() { ReplayMode::set_enabled(previous_); }
+  ReplayGuard(const ReplayGuard&) = delete;
+  ReplayGuard& operator=(const ReplayGuard&) = delete;
 
  private:
   bool previous_;

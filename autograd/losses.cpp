@@ -115,6 +115,9 @@ Tensor cross_entropy(const Tensor& logits, const Indices& targets, std::int64_t 
              for (std::int64_t i = 0; i < N; ++i)
                if (t[i] != ignore_index) cross_entropy_grad_row(p + i * V, V, t[i], eps, scale, dx + i * V);
            });
+         })
+      .replay({"logits"}, [targets, ignore_index, label_smoothing](const Tensors& in) {
+           return Tensors{cross_entropy(in[0], targets, ignore_index, label_smoothing)};
          });
   return loss;
 }
@@ -243,7 +246,11 @@ Tensor linear_cross_entropy(const Tensor& h, const Tensor& weight, const Tensor&
       add_scaled(1, dW1);
       if (has_bias) add_scaled(2, db1);
     });
-  });
+  })
+      .replay({"h", "weight", "bias"}, [targets, ignore_index, label_smoothing](const Tensors& in) {
+        return Tensors{linear_cross_entropy(in[0], in[1], in.size() > 2 ? in[2] : Tensor(), targets, ignore_index,
+                                            label_smoothing)};
+      });
   return loss;
 }
 

@@ -64,7 +64,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
                      db + i * d.b_step, d.n);
       }
     });
-  });
+  })
+      .replay({"a", "b"}, [](const Tensors& in) { return Tensors{matmul(in[0], in[1])}; });
   return y;
 }
 
@@ -109,8 +110,11 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
       }
     });
   };
-  if (has_bias) record("linear", {x, weight, bias}, {&y}, std::move(backward));
-  else record("linear", {x, weight}, {&y}, std::move(backward));
+  const Recorded node = has_bias ? record("linear", {x, weight, bias}, {&y}, std::move(backward))
+                                 : record("linear", {x, weight}, {&y}, std::move(backward));
+  node.replay({"x", "weight", "bias"}, [](const Tensors& in) {
+    return Tensors{linear(in[0], in[1], in.size() > 2 ? in[2] : Tensor())};
+  });
   return y;
 }
 

@@ -16,10 +16,22 @@
 //
 // Saved tensors are captured detach()ed: a Node holding its own output with
 // grad_fn set would be a reference cycle.
+//
+// record() returns a handle on which the op says how to run its forward again
+// from its inputs, and names them, for gradcheck's per-node mode:
+//
+//     record("tanh", {x}, {&y}, ...backward...)
+//         .replay({"x"}, [](const Tensors& in) { return Tensors{tanh(in[0])}; });
+//
+// The replay must call the same op (the checker verifies that it records a
+// node of the same name); non-tensor arguments (masks, indices, dropout masks)
+// are captured by the lambda. It is stored only under ReplayMode.
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <optional>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -29,6 +41,9 @@
 namespace attend {
 
 class Grads;
+using Tensors = std::vector<Tensor>;
+// Runs an op's forward again: its inputs, in the order recorded, to its outputs.
+using ReplayFn = std::function<Tensors(const Tensors&)>;
 
 class Node {
  public:
@@ -45,14 +60,19 @@ class Node {
   const std::vector<Shape>& output_shapes() const { return output_shapes_; }
   DType dtype() const { return dtype_; }
 
+  // Set under ReplayMode only (see record): the forward again, and the inputs' names.
+  const ReplayFn& replay() const { return replay_; }
+  void set_replay(std::vector<std::string> input_names, ReplayFn fn);
+  // "keys", or "input 1" when the op named none.
+  std::string input_name(std::size_t input) const;
+
  protected:
   virtual void release_saved() = 0;
 
  private:
   friend class Grads;
   friend struct Engine;
-  friend void record_node(std::shared_ptr<Node>, const char*, std::span<const Tensor>,
-                          std::initializer_list<Tensor*>);
+  friend void record_node(std::shared_ptr<Node>, const char*, std::span<const Tensor>, std::span<Tensor* const>);
 
   const char* name_ = "";
   std::vector<Tensor> inputs_;
@@ -61,6 +81,26 @@ class Node {
   std::vector<Tensor> out_grads_;  // filled by the consumers during backward
   std::uint64_t visit_mark_ = 0;   // used by the engine's topological sort
   bool released_ = false;
+  ReplayFn replay_;
+  std::vector<std::string> input_names_;
+};
+
+// What record() returns: a handle on the node just recorded (none when nothing
+// was recorded), through which the op registers its replay.
+class Recorded {
+ public:
+  explicit Recorded(Node* node = nullptr) : node_(node) {}
+  Node* node() const { return node_; }
+  // Keeps fn as the node's replay, under ReplayMode only: otherwise the lambda
+  // is dropped unused, and recording costs what it did without it.
+  template <class F>
+  void replay(std::initializer_list<const char*> input_names, F&& fn) const {
+    if (node_ && ReplayMode::enabled())
+      node_->set_replay(std::vector<std::string>(input_names.begin(), input_names.end()), ReplayFn(std::forward<F>(fn)));
+  }
+
+ private:
+  Node* node_;
 };
 
 // What a backward function sees: the gradients of the op's outputs (dy) and
@@ -103,25 +143,39 @@ inline bool should_record(std::span<const Tensor> inputs) {
 
 // Links outputs to a new node. Checks outputs for NaN/inf under AnomalyMode.
 void record_node(std::shared_ptr<Node> node, const char* name, std::span<const Tensor> inputs,
-                 std::initializer_list<Tensor*> outputs);
-void check_finite_forward(const char* name, std::initializer_list<Tensor*> outputs);
+                 std::span<Tensor* const> outputs);
+inline void record_node(std::shared_ptr<Node> node, const char* name, std::span<const Tensor> inputs,
+                        std::initializer_list<Tensor*> outputs) {
+  record_node(std::move(node), name, inputs, std::span<Tensor* const>(outputs.begin(), outputs.size()));
+}
+void check_finite_forward(const char* name, std::span<Tensor* const> outputs);
+inline void check_finite_forward(const char* name, std::initializer_list<Tensor*> outputs) {
+  check_finite_forward(name, std::span<Tensor* const>(outputs.begin(), outputs.size()));
+}
 
 // Records an op whose backward is `fn` if any input requires grad and grad mode is on.
 template <class F>
-void record(const char* name, std::span<const Tensor> inputs, std::initializer_list<Tensor*> outputs, F&& fn) {
+Recorded record(const char* name, std::span<const Tensor> inputs, std::initializer_list<Tensor*> outputs, F&& fn) {
   if (AnomalyMode::enabled()) check_finite_forward(name, outputs);
-  if (!should_record(inputs)) return;
-  record_node(std::make_shared<FnNode<std::decay_t<F>>>(std::forward<F>(fn)), name, inputs, outputs);
+  if (!should_record(inputs)) return Recorded();
+  auto node = std::make_shared<FnNode<std::decay_t<F>>>(std::forward<F>(fn));
+  Node* raw = node.get();  // owned by the outputs' grad_fn from here on
+  record_node(std::move(node), name, inputs, outputs);
+  return Recorded(raw);
 }
 template <class F>
-void record(const char* name, std::initializer_list<Tensor> inputs, std::initializer_list<Tensor*> outputs,
-            F&& fn) {
-  record(name, std::span<const Tensor>(inputs.begin(), inputs.size()), outputs, std::forward<F>(fn));
+Recorded record(const char* name, std::initializer_list<Tensor> inputs, std::initializer_list<Tensor*> outputs,
+                F&& fn) {
+  return record(name, std::span<const Tensor>(inputs.begin(), inputs.size()), outputs, std::forward<F>(fn));
 }
 template <class F>
-void record(const char* name, const std::vector<Tensor>& inputs, std::initializer_list<Tensor*> outputs, F&& fn) {
-  record(name, std::span<const Tensor>(inputs), outputs, std::forward<F>(fn));
+Recorded record(const char* name, const std::vector<Tensor>& inputs, std::initializer_list<Tensor*> outputs, F&& fn) {
+  return record(name, std::span<const Tensor>(inputs), outputs, std::forward<F>(fn));
 }
+
+// Every node that the roots depend on, each once, inputs before consumers
+// (the order backward runs in reverse). For tools: gradcheck, to_dot.
+std::vector<std::shared_ptr<Node>> graph_nodes(const std::vector<Tensor>& roots);
 
 // Gradient of several outputs at once: sum_k <roots[k], grads[k]>.
 void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, bool retain_graph = false);

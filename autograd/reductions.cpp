@@ -6,6 +6,7 @@
 // as in PyTorch and NumPy.
 #include <algorithm>
 #include <limits>
+#include <string_view>
 #include <vector>
 
 #include "autograd/ops.hpp"
@@ -34,7 +35,10 @@ Tensor reduce_all(const char* op, const Tensor& x, double scale) {
       T* pdx = dx.data<T>();
       for (std::int64_t i = 0, n = dx.numel(); i < n; ++i) pdx[i] += d;
     });
-  });
+  })
+      .replay({"x"}, [mean_of_all = std::string_view(op) == "mean"](const Tensors& in) {
+        return Tensors{mean_of_all ? mean(in[0]) : sum(in[0])};
+      });
   return y;
 }
 
@@ -88,7 +92,10 @@ Tensor reduce_axis(const char* op, const Tensor& x, int axis, bool keepdim, bool
           for (std::int64_t i = 0; i < inner; ++i) row[i] += c * d[i];
         }
     });
-  });
+  })
+      .replay({"x"}, [axis, keepdim, is_mean](const Tensors& in) {
+        return Tensors{is_mean ? mean(in[0], axis, keepdim) : sum(in[0], axis, keepdim)};
+      });
   return y;
 }
 

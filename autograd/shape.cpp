@@ -82,9 +82,11 @@ void check_list(const char* op, const std::vector<Tensor>& xs) {
 }
 
 // Joins xs along one axis: y (outer, sum_k widths[k]) from x_k (outer, widths[k]).
-// Both concat (width = size_k * inner) and stack (width = inner) are this.
+// Both concat (width = size_k * inner) and stack (width = inner) are this;
+// replay is the public op again, for gradcheck's per-node mode.
+template <class Replay>
 Tensor join(const char* op, const std::vector<Tensor>& xs, const Shape& out_shape, std::int64_t outer,
-            const std::vector<std::int64_t>& widths) {
+            const std::vector<std::int64_t>& widths, Replay replay) {
   std::int64_t total = 0;
   for (std::int64_t w : widths) total += w;
   Tensor y = empty(out_shape, xs[0].dtype());
@@ -111,7 +113,7 @@ Tensor join(const char* op, const std::vector<Tensor>& xs, const Shape& out_shap
         offset += widths[k];
       }
     });
-  });
+  }).replay({}, std::move(replay));
   return y;
 }
 
@@ -144,7 +146,8 @@ Tensor transpose(const Tensor& x, int axis0, int axis1) {
       using T = decltype(zero);  // dy is (outer, B, mid, A, inner), dx (outer, A, mid, B, inner)
       swap_axes<T>(g.dy().data<T>(), g.dx(0).data<T>(), outer, B, mid, A, inner, true);
     });
-  });
+  })
+      .replay({"x"}, [axis0, axis1](const Tensors& in) { return Tensors{transpose(in[0], axis0, axis1)}; });
   return y;
 }
 
@@ -167,7 +170,8 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
       const std::int64_t n = g.dy().numel();  // row-major: the flat order is the same in both shapes
       copy_rows<T>(1, n, g.dy().data<T>(), 0, g.dx(0).data<T>(), 0, true);
     });
-  });
+  })
+      .replay({"x"}, [shape](const Tensors& in) { return Tensors{reshape(in[0], shape)}; });
   return y;
 }
 
@@ -190,7 +194,8 @@ Tensor concat(const std::vector<Tensor>& xs, int axis) {
   const AxisSplit split = split_at(s0, ax);
   std::vector<std::int64_t> widths;  // elements per outer index contributed by each x_k
   for (const Tensor& x : xs) widths.push_back(x.size(ax) * split.inner);
-  return join("concat", xs, s0.with(ax, total), split.outer, widths);
+  return join("concat", xs, s0.with(ax, total), split.outer, widths,
+              [axis](const Tensors& in) { return Tensors{concat(in, axis)}; });
 }
 
 // y = x[..., start:end, ...] along axis   dx[..., start:end, ...] += dy
@@ -217,7 +222,8 @@ Tensor slice(const Tensor& x, int axis, std::int64_t start, std::int64_t end) {
       using T = decltype(zero);
       copy_rows<T>(outer, y_width, g.dy().data<T>(), y_width, g.dx(0).data<T>() + offset, x_width, true);
     });
-  });
+  })
+      .replay({"x"}, [axis, start, end](const Tensors& in) { return Tensors{slice(in[0], axis, start, end)}; });
   return y;
 }
 
@@ -235,7 +241,8 @@ Tensor stack(const std::vector<Tensor>& xs, int axis) {
   const int ax = axis < 0 ? axis + rank : axis;
   const Shape out = s0.inserted(ax, static_cast<std::int64_t>(xs.size()));
   const AxisSplit split = split_at(out, ax);  // split.size is the number of tensors
-  return join("stack", xs, out, split.outer, std::vector<std::int64_t>(xs.size(), split.inner));
+  return join("stack", xs, out, split.outer, std::vector<std::int64_t>(xs.size(), split.inner),
+              [axis](const Tensors& in) { return Tensors{stack(in, axis)}; });
 }
 
 // y[p, :] = table[indices[p], :]   dtable[indices[p], :] += dy[p, :]   (repeated indices add up)
@@ -282,7 +289,8 @@ Tensor index_select(const Tensor& table, const Indices& indices) {
         for (std::int64_t j = 0; j < D; ++j) dst[j] += src[j];
       }
     });
-  });
+  })
+      .replay({"table"}, [indices](const Tensors& in) { return Tensors{index_select(in[0], indices)}; });
   return y;
 }
 

@@ -151,7 +151,8 @@ void softmax_backward(const Tensor& y, const Rows& r, Grads& g) {
 Tensor softmax(const Tensor& x, int axis) {
   const Rows r = rows_along("softmax", x, axis);
   Tensor y = softmax_forward(x, r, nullptr);
-  record("softmax", {x}, {&y}, [y = y.detach(), r](Grads& g) { softmax_backward(y, r, g); });
+  record("softmax", {x}, {&y}, [y = y.detach(), r](Grads& g) { softmax_backward(y, r, g); })
+      .replay({"x"}, [axis](const Tensors& in) { return Tensors{softmax(in[0], axis)}; });
   return y;
 }
 
@@ -198,7 +199,8 @@ Tensor log_softmax(const Tensor& x, int axis) {
         }
       });
     });
-  });
+  })
+      .replay({"x"}, [axis](const Tensors& in) { return Tensors{log_softmax(in[0], axis)}; });
   return y;
 }
 
@@ -209,7 +211,10 @@ Tensor masked_softmax(const Tensor& x, const Tensor& mask, int axis) {
   const Rows r = rows_along("masked_softmax", x, axis);
   const std::vector<std::uint8_t> keep = expand_mask("masked_softmax", mask, x.shape());
   Tensor y = softmax_forward(x, r, keep.data());
-  record("masked_softmax", {x}, {&y}, [y = y.detach(), r](Grads& g) { softmax_backward(y, r, g); });
+  record("masked_softmax", {x}, {&y}, [y = y.detach(), r](Grads& g) { softmax_backward(y, r, g); })
+      .replay({"x"}, [mask = mask.detach(), axis](const Tensors& in) {
+        return Tensors{masked_softmax(in[0], mask, axis)};
+      });
   return y;
 }
 
@@ -235,7 +240,10 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
       for (std::size_t i = 0; i < keep.size(); ++i)
         if (keep[i]) dx[i] += dy[i];
     });
-  });
+  })
+      .replay({"x"}, [mask = mask.detach(), value](const Tensors& in) {
+        return Tensors{masked_fill(in[0], mask, value)};
+      });
   return y;
 }
 

@@ -78,7 +78,7 @@ AttentionOutput additive_attention_step(const Tensor& query_proj, const Tensor& 
       detail::context_row(pa + b * S, ph + b * S * Hk, pc + b * Hk, S, Hk);  // c = sum_j alpha_j h_j
     }
   });
-  record("additive_attention", {query_proj, keys, values, v}, {&context, &weights},
+  record("additive_attention_step", {query_proj, keys, values, v}, {&context, &weights},
          [t, alpha = weights.detach(), h = values.detach(), v = v.detach(), mask = mask.detach(), d](Grads& g) {
            const std::int64_t B = d.batch, S = d.source, A = d.score, Hk = d.value;
            dispatch(t.dtype(), [&](auto zero) {
@@ -105,6 +105,10 @@ AttentionOutput additive_attention_step(const Tensor& query_proj, const Tensor& 
                                    dq ? dq + b * A : scratch_q.data(), S, A);
              }
            });
+         })
+      .replay({"query_proj", "keys", "values", "v"}, [mask = mask.detach()](const Tensors& in) {
+           const AttentionOutput out = additive_attention_step(in[0], in[1], in[2], in[3], mask);
+           return Tensors{out.context, out.weights};
          });
   return {context, weights};
 }

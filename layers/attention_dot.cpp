@@ -41,7 +41,7 @@ AttentionOutput dot_attention_step(const Tensor& query_proj, const Tensor& keys,
       detail::context_row(pa + b * S, ph + b * S * Hk, pc + b * Hk, S, Hk);  // c = sum_j alpha_j h_j
     }
   });
-  record("dot_attention", {query_proj, keys, values}, {&context, &weights},
+  record("dot_attention_step", {query_proj, keys, values}, {&context, &weights},
          [q = query_proj.detach(), k = keys.detach(), h = values.detach(), alpha = weights.detach(),
           mask = mask.detach(), d, scale](Grads& g) {
            const std::int64_t B = d.batch, S = d.source, D = d.score, Hk = d.value;
@@ -74,6 +74,10 @@ AttentionOutput dot_attention_step(const Tensor& query_proj, const Tensor& keys,
                }
              }
            });
+         })
+      .replay({"query_proj", "keys", "values"}, [mask = mask.detach(), scale](const Tensors& in) {
+           const AttentionOutput out = dot_attention_step(in[0], in[1], in[2], mask, scale);
+           return Tensors{out.context, out.weights};
          });
   return {context, weights};
 }

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "autograd/node.hpp"
+#include "autograd/ops.hpp"
 
 namespace attend::nn {
 
@@ -72,7 +73,16 @@ Tensor embedding(const Tensor& weight, const Indices& indices, std::optional<std
         for (std::int64_t j = 0; j < D; ++j) row[j] += src[j];
       }
     });
-  });
+  })
+      .replay({"weight"}, [indices, padding_idx](const Tensors& in) {
+        // The padding row gets no gradient by convention, not by derivation: it is
+        // a constant of the model. The replay holds it at 0 through a mask, so that
+        // finite differences compare against that convention.
+        if (!padding_idx) return Tensors{embedding(in[0], indices)};
+        Tensor keep = ones({in[0].size(0), 1}, in[0].dtype());
+        keep.set({*padding_idx, 0}, 0.0);
+        return Tensors{embedding(in[0] * keep, indices, padding_idx)};
+      });
   return y;
 }
 

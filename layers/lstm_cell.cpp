@@ -135,6 +135,10 @@ LSTMState lstm_cell(const Tensor& x, const LSTMState& state, const LSTMWeights& 
                  for (std::int64_t j = 0; j < 4 * H; ++j) db[j] += pda[b * 4 * H + j];
              }
            });
+         })
+      .replay({"x", "h_prev", "c_prev", "weight_ih", "weight_hh", "bias_ih", "bias_hh"}, [](const Tensors& in) {
+           const LSTMState next = lstm_cell(in[0], {in[1], in[2]}, {in[3], in[4], in[5], in[6]});
+           return Tensors{next.h, next.c};
          });
   return {h, c};
 }

@@ -182,7 +182,13 @@ LSTMSequenceOutput lstm_sequence(const Tensor& x, const LSTMState& initial, cons
                if (g.needs(6)) g.dx(6).add_(db);
              }
            });
-         });
+         })
+      .replay({"x", "h_0", "c_0", "weight_ih", "weight_hh", "bias_ih", "bias_hh"},
+                 [lengths = lengths_in, reverse](const Tensors& in) {
+                   const LSTMSequenceOutput out =
+                       lstm_sequence(in[0], {in[1], in[2]}, {in[3], in[4], in[5], in[6]}, lengths, reverse);
+                   return Tensors{out.output, out.final.h, out.final.c};
+                 });
   return {y, {h_n, c_n}};
 }
 
