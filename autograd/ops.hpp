@@ -39,6 +39,8 @@ inline Tensor operator-(const Tensor& x, double s) { return add(x, -s); }
 inline Tensor operator*(const Tensor& x, double s) { return mul(x, s); }
 inline Tensor operator*(double s, const Tensor& x) { return mul(x, s); }
 inline Tensor operator/(const Tensor& x, double s) { return mul(x, 1.0 / s); }
+inline Tensor operator+(double s, const Tensor& x) { return add(x, s); }
+inline Tensor operator-(double s, const Tensor& x) { return add(neg(x), s); }  // s - x
 
 // ---- autograd/matmul.cpp: GEMM forward, GEMM-with-transpose backward
 // (M, K) @ (K, N) -> (M, N);  (B, M, K) @ (B, K, N) -> (B, M, N);  (B, M, K) @ (K, N) -> (B, M, N)

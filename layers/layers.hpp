@@ -3,6 +3,7 @@
 #include "layers/attention.hpp"
 #include "layers/dropout.hpp"
 #include "layers/embedding.hpp"
+#include "layers/gradcheck_module.hpp"
 #include "layers/linear.hpp"
 #include "layers/lstm.hpp"
 #include "layers/module.hpp"
