@@ -51,8 +51,8 @@ void add_elementwise_cases(std::vector<OpCase>& cases) {
                      return gradcheck([](const std::vector<Tensor>& in) { return mul(in[0], in[0]); }, {randn({4}, 5)});
                    }});
   unary(cases, "neg", [](const Tensor& x) { return neg(x); }, false);
-  unary(cases, "add scalar", [](const Tensor& x) { return add(x, 2.5); }, false);
-  unary(cases, "mul scalar", [](const Tensor& x) { return mul(x, -1.5); }, false);
+  unary(cases, "add_scalar", [](const Tensor& x) { return add(x, 2.5); }, false);
+  unary(cases, "mul_scalar", [](const Tensor& x) { return mul(x, -1.5); }, false);
   unary(cases, "tanh", [](const Tensor& x) { return tanh(x); }, false);
   unary(cases, "sigmoid", [](const Tensor& x) { return sigmoid(x); }, false);
   unary(cases, "relu", [](const Tensor& x) { return relu(x); }, false);

@@ -1,5 +1,5 @@
 // attend gradcheck: runs the gradient check of every op over several cases and
-// prints a table. Exits non-zero when any case fails.
+// prints a table. Exits non-zero when any case fails, and when --op matches no op.
 #include <chrono>
 #include <cstdio>
 
@@ -13,6 +13,13 @@ namespace attend::tools {
 
 namespace {
 int run_gradcheck(const std::string& only, bool verbose) {
+  if (!only.empty()) {
+    bool any = false;
+    for (const std::string& name : op_names()) any = any || name.find(only) != std::string::npos;
+    if (!any)
+      fail("gradcheck: no op matches --op '{}'; the ops are: {} (attend gradcheck --list)", only,
+           fmt::join(op_names(), ", "));
+  }
   const auto start = std::chrono::steady_clock::now();
   int passed = 0, failed = 0;
   fmt::print("{:<22} {:<44} {:>12} {:>12}  {}\n", "op", "case", "max abs err", "max rel err", "result");
@@ -45,9 +52,15 @@ void add_gradcheck_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("gradcheck", "Check every op's backward against finite differences");
   auto only = std::make_shared<std::string>();
   auto verbose = std::make_shared<bool>(false);
-  cmd->add_option("--op", *only, "Only the ops whose name contains this text");
+  auto list = std::make_shared<bool>(false);
+  cmd->add_option("--op", *only, "Only the ops whose name contains this text (an error when none does)");
   cmd->add_flag("-v,--verbose", *verbose, "Print the per-input report of every case");
-  cmd->callback([only, verbose] {
+  cmd->add_flag("--list", *list, "Print the name of every op checked, one a line, and exit");
+  cmd->callback([only, verbose, list] {
+    if (*list) {
+      for (const std::string& name : op_names()) fmt::print("{}\n", name);
+      return;
+    }
     const int code = run_gradcheck(*only, *verbose);
     if (code != 0) throw CLI::RuntimeError(code);
   });

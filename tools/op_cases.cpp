@@ -1,5 +1,7 @@
 #include "tools/op_cases.hpp"
 
+#include <algorithm>
+
 namespace attend::tools {
 
 std::vector<OpCase> op_cases() {
@@ -10,7 +12,15 @@ std::vector<OpCase> op_cases() {
   add_loss_cases(cases);
   add_shape_cases(cases);
   add_reduction_cases(cases);
+  add_layer_cases(cases);
   return cases;
+}
+
+std::vector<std::string> op_names() {
+  std::vector<std::string> names;
+  for (const OpCase& c : op_cases())
+    if (std::find(names.begin(), names.end(), c.op) == names.end()) names.push_back(c.op);
+  return names;
 }
 
 }  // namespace attend::tools

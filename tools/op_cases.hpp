@@ -25,5 +25,10 @@ void add_softmax_cases(std::vector<OpCase>& cases);  // cases_softmax.cpp
 void add_loss_cases(std::vector<OpCase>& cases);     // cases_softmax.cpp: cross_entropy, dropout
 void add_shape_cases(std::vector<OpCase>& cases);      // cases_shape.cpp: transpose ... index_select
 void add_reduction_cases(std::vector<OpCase>& cases);  // cases_shape.cpp: sum, mean
+// cases_layers.cpp: linear_cross_entropy, embedding, lstm_cell, lstm_sequence, the attention steps, tap
+void add_layer_cases(std::vector<OpCase>& cases);
+
+// The distinct op names of the catalogue, in its order.
+std::vector<std::string> op_names();
 
 }  // namespace attend::tools
