@@ -177,36 +177,29 @@ struct Engine {
           if (!node.out_grads_[k].defined()) node.out_grads_[k] = zeros(node.output_shapes_[k], node.dtype_);
         Grads grads_view(node);
         node.apply(grads_view);
-        check_gradient_shapes(node);
-        if (AnomalyMode::enabled()) check_backward(node);
+        check_gradients(node);
       }
       node.out_grads_.assign(node.out_grads_.size(), Tensor());
       if (!retain_graph) node.release();
     }
   }
 
-  // A backward that put a tensor of another shape or dtype into a gradient slot
-  // (dx = something, instead of adding into dx) would corrupt every later sum.
-  static void check_gradient_shapes(Node& node) {
+  // After a node's backward, the gradients it left in its inputs' slots: a
+  // tensor of another shape or dtype there (dx = something, instead of adding
+  // into dx) would corrupt every later sum; under AnomalyMode a non-finite one
+  // is blamed on this node.
+  static void check_gradients(Node& node) {
     for (std::size_t i = 0; i < node.inputs_.size(); ++i) {
       const Tensor& in = node.inputs_[i];
       if (!in.requires_grad()) continue;
       TensorImpl& impl = *in.impl();
       const Tensor& g = impl.grad_fn ? impl.grad_fn->out_grads_[impl.output_nr] : impl.grad;
-      if (g.defined() && (!(g.shape() == impl.shape) || g.dtype() != impl.dtype))
+      if (!g.defined()) continue;
+      if (!(g.shape() == impl.shape) || g.dtype() != impl.dtype)
         fail("backward of '{}': the gradient of {} is {} {} but the input is {} {}; a backward must add into "
              "g.dx(i), which has the input's shape and dtype, never replace it",
              node.name_, node.input_name(i), g.dtype(), g.shape(), impl.dtype, impl.shape);
-    }
-  }
-
-  static void check_backward(Node& node) {
-    for (std::size_t i = 0; i < node.inputs_.size(); ++i) {
-      const Tensor& in = node.inputs_[i];
-      if (!in.requires_grad()) continue;
-      TensorImpl& impl = *in.impl();
-      const Tensor& g = impl.grad_fn ? impl.grad_fn->out_grads_[impl.output_nr] : impl.grad;
-      if (g.defined() && !all_finite(g))
+      if (AnomalyMode::enabled() && !all_finite(g))
         fail("anomaly: the backward of '{}' produced a non-finite gradient for input {} (shape {})", node.name_, i,
              impl.shape);
     }

@@ -81,6 +81,15 @@ struct Step {
   }
 };
 
+// A float64 batch of all the pairs.
+Batch float64_batch(const std::vector<EncodedPair>& pairs) {
+  std::vector<std::int64_t> ids(pairs.size());
+  std::iota(ids.begin(), ids.end(), 0);
+  BatchOptions options;
+  options.mask_dtype = Float64;
+  return make_batch(pairs, ids, options);
+}
+
 }  // namespace
 
 TEST_CASE("per-node mode names the wrong op inside a Seq2Seq step, with its input and element") {
@@ -155,12 +164,7 @@ TEST_CASE("gradcheck_nodes checks every op of a whole Seq2Seq loss on its own, d
     c.attention = kind;
     Generator init(3);
     Seq2Seq model(c, init, Float64);
-    std::vector<EncodedPair> pairs = {{{4, 5, 6}, {5, 4}}, {{6}, {4, 6, 5}}, {{5, 6}, {6}}};
-    std::vector<std::int64_t> ids(pairs.size());
-    std::iota(ids.begin(), ids.end(), 0);
-    BatchOptions bo;
-    bo.mask_dtype = Float64;
-    Batch batch = make_batch(pairs, ids, bo);
+    Batch batch = float64_batch({{{4, 5, 6}, {5, 4}}, {{6}, {4, 6, 5}}, {{5, 6}, {6}}});
     LossOptions lo;
     lo.label_smoothing = 0.1;
     GradcheckReport r = gradcheck_nodes([&](const Tensors&) { return model.loss(batch, lo); }, model.parameters());
@@ -308,11 +312,7 @@ TEST_CASE("directional mode checks a whole Seq2Seq model, naming its parameters"
     for (int j = 0; j <= (i * 5) % 7 + 1; ++j) p.target.push_back(4 + static_cast<std::int64_t>(data.next_u64() % 26));
     pairs.push_back(p);
   }
-  std::vector<std::int64_t> ids(pairs.size());
-  std::iota(ids.begin(), ids.end(), 0);
-  BatchOptions bo;
-  bo.mask_dtype = Float64;
-  Batch batch = make_batch(pairs, ids, bo);
+  Batch batch = float64_batch(pairs);
   GradcheckOptions o;
   o.directions = 2;
   GradcheckReport r = nn::gradcheck_parameters(model, [&] { return Tensors{model.loss(batch)}; }, o);
