@@ -212,7 +212,7 @@ Tensor masked_softmax(const Tensor& x, const Tensor& mask, int axis) {
   const std::vector<std::uint8_t> keep = expand_mask("masked_softmax", mask, x.shape());
   Tensor y = softmax_forward(x, r, keep.data());
   record("masked_softmax", {x}, {&y}, [y = y.detach(), r](Grads& g) { softmax_backward(y, r, g); })
-      .replay({"x"}, [mask = mask.detach(), axis](const Tensors& in) {
+      .replay({"x"}, [mask, axis](const Tensors& in) {
         return Tensors{masked_softmax(in[0], mask, axis)};
       });
   return y;
@@ -241,7 +241,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
         if (keep[i]) dx[i] += dy[i];
     });
   })
-      .replay({"x"}, [mask = mask.detach(), value](const Tensors& in) {
+      .replay({"x"}, [mask, value](const Tensors& in) {
         return Tensors{masked_fill(in[0], mask, value)};
       });
   return y;

@@ -106,7 +106,7 @@ AttentionOutput additive_attention_step(const Tensor& query_proj, const Tensor& 
              }
            });
          })
-      .replay({"query_proj", "keys", "values", "v"}, [mask = mask.detach()](const Tensors& in) {
+      .replay({"query_proj", "keys", "values", "v"}, [mask](const Tensors& in) {
            const AttentionOutput out = additive_attention_step(in[0], in[1], in[2], in[3], mask);
            return Tensors{out.context, out.weights};
          });

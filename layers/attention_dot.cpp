@@ -75,7 +75,7 @@ AttentionOutput dot_attention_step(const Tensor& query_proj, const Tensor& keys,
              }
            });
          })
-      .replay({"query_proj", "keys", "values"}, [mask = mask.detach(), scale](const Tensors& in) {
+      .replay({"query_proj", "keys", "values"}, [mask, scale](const Tensors& in) {
            const AttentionOutput out = dot_attention_step(in[0], in[1], in[2], mask, scale);
            return Tensors{out.context, out.weights};
          });
