@@ -3,11 +3,10 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <unordered_set>
 
 #include "core/error.hpp"
+#include "core/limits.hpp"
 #include "models/tokenizer.hpp"
 
 namespace attend {
@@ -36,6 +35,7 @@ class MoReader {
     const std::uint64_t translations = u32(16);
     check_table("original strings", n, originals);
     check_table("translations", n, translations);
+    check_total(n, originals, translations);
     std::vector<MoEntry> entries;
     entries.reserve(static_cast<std::size_t>(n));
     for (std::uint64_t i = 0; i < n; ++i)
@@ -61,6 +61,18 @@ class MoReader {
     if (offset + 8 * n > size())
       fail("read_mo: {}: the table of {} ({} entries at offset {}) runs past the end of the file ({} bytes)",
            name_, what, n, offset, size());
+  }
+
+  // Entries may point at shared bytes, so the strings could add up to far more
+  // than the file (40,000 entries of one 500 KB string: 20 GB from 1.6 MB).
+  // Bounded relative to the file before anything is copied.
+  void check_total(std::uint64_t n, std::uint64_t originals, std::uint64_t translations) const {
+    std::uint64_t total = 0;
+    for (std::uint64_t i = 0; i < n; ++i) total += u32(originals + 8 * i) + std::uint64_t{u32(translations + 8 * i)};
+    if (total > limits::kMaxMoExpansion * size())
+      fail("read_mo: {}: the {} entries' strings add up to {} bytes, more than {} times the file's {} bytes "
+           "(entries sharing their strings; the limit is in core/limits.hpp)",
+           name_, n, total, limits::kMaxMoExpansion, size());
   }
 
   std::string string_at(const char* what, std::uint64_t table, std::uint64_t i) const {
@@ -113,13 +125,7 @@ std::vector<MoEntry> parse_mo(std::string_view bytes, std::string_view name) {
 }
 
 std::vector<MoEntry> read_mo(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) fail("read_mo: cannot open '{}'", path);
-  std::ostringstream buffer;
-  buffer << file.rdbuf();
-  if (file.bad()) fail("read_mo: reading '{}' failed", path);
-  const std::string bytes = buffer.str();
-  return parse_mo(bytes, path);
+  return parse_mo(limits::read_bounded_file(path, "read_mo"), path);
 }
 
 const char* rejection_reason(std::string_view msgid, std::string_view msgstr) {

@@ -67,6 +67,8 @@ void add_data_command(CLI::App& app) {
     CatalogHarvest h = harvest_catalogs(where);
     for (const std::string& e : h.errors) fmt::print(stderr, "warning: {}\n", e);
     fmt::print(stderr, "{}: {} catalogs, {} entries, {} pairs kept\n", where, h.catalogs, h.entries, h.pairs.size());
+    if (h.catalogs == 0 && h.errors.empty()) fail("data gettext: {}: no .mo catalogs found", where);
+    if (h.catalogs == 0) fail("data gettext: {}: none of the {} catalogs could be read", where, h.errors.size());
     emit(*gettext_out, tsv_of(h.pairs));
   });
 }
