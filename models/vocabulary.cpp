@@ -12,11 +12,20 @@ namespace attend {
 namespace {
 
 // A token that could not be written as one line of a vocabulary file.
-// A token that is not valid UTF-8 would reach translations and SVG files.
+// A token that could not be saved, or that the model could print: one that is
+// not valid UTF-8, or holds a control character (the tokenizer never makes one,
+// XML forbids them, a terminal obeys them), would reach translations and SVG files.
 const char* bad_token(std::string_view token) {
   if (token.empty()) return "is empty";
   if (token.find_first_of("\n\r") != std::string_view::npos) return "contains a line break";
   if (!valid_utf8(token)) return "is not valid UTF-8";
+  for (std::size_t pos = 0; pos < token.size();) {
+    char32_t c = 0;
+    int length = 1;
+    decode_utf8(token, pos, c, length);
+    if (c < 0x20 || (c >= 0x7F && c <= 0x9F)) return "contains a control character";
+    pos += static_cast<std::size_t>(length);
+  }
   return nullptr;
 }
 
@@ -142,6 +151,8 @@ Vocabulary Vocabulary::load(const std::string& path) {
     if (id < kNumSpecial && line != kSpecialTokens[id])
       fail("Vocabulary::load: {}:{}: expected the special token '{}', got '{}'", path, line_number,
            kSpecialTokens[id], printable(line));
+    if (const char* problem = bad_token(line))
+      fail("Vocabulary::load: {}:{}: the token '{}' {}", path, line_number, printable(line), problem);
     auto [it, inserted] = vocab.ids_.emplace(line, id);
     if (!inserted)
       fail("Vocabulary::load: {}:{}: duplicate token '{}' (first on line {})", path, line_number, printable(line),

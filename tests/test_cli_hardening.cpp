@@ -284,6 +284,10 @@ TEST_CASE("D9: a vocabulary that is not UTF-8 is refused") {
   lines.erase(lines.rfind('\n', lines.size() - 2) + 1);
   std::ofstream(path_in(model, "target.vocab"), std::ios::binary) << lines;
   check_error(attend_cli(s, {"translate", "--model", model}, "a\n"), "Vocabulary: token 4 is not valid UTF-8");
+  // nor one holding a control character, which a translation would print and an SVG could not hold
+  lines.replace(lines.find("caf\xe9"), 4, "ca\x1b[m");
+  std::ofstream(path_in(model, "target.vocab"), std::ios::binary) << lines;
+  check_error(attend_cli(s, {"translate", "--model", model}, "a\n"), "Vocabulary: token 4 contains a control character");
 }
 
 TEST_CASE("D10: messages say what is wrong, readably") {
@@ -327,7 +331,7 @@ TEST_CASE("D10: messages say what is wrong, readably") {
 
   // a bad line on stdin is named, and nothing is translated
   r = attend_cli(s, {"translate", "--model", model}, "the cat\nthe \xff dog\nthe end\n");
-  check_error(r, "translate: <stdin>:2: invalid UTF-8 at byte 5; nothing was translated");
+  check_error(r, "translate: <stdin>:2: invalid UTF-8 at byte 4 (from 0); nothing was translated");
   CHECK(r.out.empty());
   // --model FILE
   const std::string file = s.write("weights.safetensors", "x");

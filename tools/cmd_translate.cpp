@@ -31,10 +31,11 @@ struct TranslateFlags {
   int threads = 1;
 };
 
+static_assert(limits::kMaxLineBytes == 65536, "update the footer of attend translate");
+
 // The input lines, each checked before anything is translated: an output line
 // per input line is the contract, so a bad line (too long, not UTF-8) is an
 // error naming it rather than a line silently skipped or garbled.
-static_assert(limits::kMaxLineBytes == 65536, "update the footer of attend translate");
 
 std::vector<std::string> read_lines(const std::string& path) {
   const bool from_stdin = path.empty() || path == "-";
@@ -66,7 +67,7 @@ std::vector<std::string> read_lines(const std::string& path) {
         if (!decode_utf8(l, at, c, length)) break;
         at += static_cast<std::size_t>(length);
       }
-      fail("translate: {}:{}: invalid UTF-8 at byte {}; nothing was translated", name, i + 1, at + 1);
+      fail("translate: {}:{}: invalid UTF-8 at byte {} (from 0); nothing was translated", name, i + 1, at);
     }
   }
   return lines;

@@ -17,7 +17,7 @@ void DataFlags::add_to(CLI::App& cmd) {
   group->add_option("--gettext", gettext_dir,
                     "Human translations from GNU gettext catalogs (.mo) under DIR, e.g. /usr/share/locale");
   group->require_option(1);
-  cmd.add_option("--toy-n", toy_n, "Toy pairs to generate")->check(check::integer(1, 100000000))->capture_default_str();
+  cmd.add_option("--toy-n", toy_n, "Toy pairs to generate")->check(check::integer(1, 10000000))->capture_default_str();
   cmd.add_option("--toy-min-len", toy_min_len, "Shortest toy source sentence (words)")->capture_default_str();
   cmd.add_option("--toy-max-len", toy_max_len, "Longest toy source sentence (words)")->capture_default_str();
   cmd.add_option("--lang", lang, "Catalog language for --gettext (the LANG in LANG/LC_MESSAGES)")->capture_default_str();
