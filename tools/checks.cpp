@@ -11,30 +11,34 @@
 
 namespace attend::tools::check {
 
+// "in 1..65536", or ">= 0" when there is no upper bound to speak of.
 CLI::Validator integer(std::int64_t lo, std::int64_t hi, bool from_limits) {
-  const std::string range = fmt::format("{}..{}", lo, hi);
+  const std::string range =
+      hi == std::numeric_limits<std::int64_t>::max() ? fmt::format(">= {}", lo) : fmt::format("in {}..{}", lo, hi);
   return CLI::Validator(
       [lo, hi, range, from_limits](std::string& input) -> std::string {
         std::int64_t value = 0;
         if (!CLI::detail::lexical_cast(input, value) || value < lo || value > hi)
-          return fmt::format("{} is not an integer in {}{}", printable(input), range,
+          return fmt::format("{} is not an integer {}{}", printable(input), range,
                              from_limits ? " (the limit is in core/limits.hpp)" : "");
         return {};
       },
-      "INT in " + range);
+      range);
 }
 
 CLI::Validator number(double lo, double hi, bool lo_open) {
-  const std::string range = fmt::format("{}{:g}, {:g}]", lo_open ? "(" : "[", lo, hi);
+  const std::string range = hi == std::numeric_limits<double>::max()
+                                ? fmt::format("{} {:g}", lo_open ? ">" : ">=", lo)
+                                : fmt::format("in {}{:g}, {:g}]", lo_open ? "(" : "[", lo, hi);
   return CLI::Validator(
       [lo, hi, lo_open, range](std::string& input) -> std::string {
         double value = 0;
         const bool parsed = CLI::detail::lexical_cast(input, value);
         if (!parsed || !std::isfinite(value) || value < lo || value > hi || (lo_open && value == lo))
-          return fmt::format("{} is not a finite number in {}", printable(input), range);
+          return fmt::format("{} is not a finite number {}", printable(input), range);
         return {};
       },
-      "NUMBER in " + range);
+      range);
 }
 
 CLI::Validator out_directory() {

@@ -10,9 +10,10 @@
 
 namespace attend::tools::check {
 
-// An integer in lo..hi. With from_limits, the message says where hi comes from.
+// An integer in lo..hi (hi = INT64_MAX: no upper bound). With from_limits, the
+// message says where hi comes from.
 CLI::Validator integer(std::int64_t lo, std::int64_t hi, bool from_limits = false);
-// A finite number in [lo, hi] (or (lo, hi] with lo_open).
+// A finite number in [lo, hi] (or (lo, hi] with lo_open; hi = DBL_MAX: no upper bound).
 CLI::Validator number(double lo, double hi, bool lo_open = false);
 // A directory to write into: not empty, and not an existing file or anything
 // else that is not a directory (it may not exist yet).
