@@ -203,7 +203,8 @@ Entry parse_entry(const std::string& path, const std::string& raw_name, const js
   if (!dtype.is_string()) bad(path, "tensor '{}': \"dtype\" must be a string, got {}", name, shown(dtype));
   if (dtype == "F32") e.dtype = Float32;
   else if (dtype == "F64") e.dtype = Float64;
-  else bad(path, "tensor '{}' has unsupported dtype '{}' (attend reads F32 and F64)", name, printable(dtype.get<std::string>()));
+  else bad(path, "tensor '{}' has unsupported dtype '{}' (attend reads F32 and F64)", name,
+           printable(dtype.get<std::string>()));
 
   e.shape = parse_shape(path, name, field(path, name, info, "shape"));
 
@@ -230,7 +231,8 @@ std::map<std::string, std::string> parse_metadata(const std::string& path, const
   if (!metadata.is_object()) bad(path, "\"__metadata__\" must be an object of strings, got {}", shown(metadata));
   std::map<std::string, std::string> out;
   for (const auto& [key, value] : metadata.items()) {
-    if (!value.is_string()) bad(path, "\"__metadata__\" value of '{}' must be a string, got {}", printable(key), shown(value));
+    if (!value.is_string())
+      bad(path, "\"__metadata__\" value of '{}' must be a string, got {}", printable(key), shown(value));
     out[key] = value.get<std::string>();
   }
   return out;
@@ -247,10 +249,11 @@ void check_layout(const std::string& path, std::vector<Entry>& entries, std::uin
   const Entry* previous = nullptr;
   for (const Entry& e : entries) {
     if (e.begin < covered)
-      bad(path, "tensors '{}' and '{}' overlap: data_offsets [{}, {}] and [{}, {}]", printable(previous->name), printable(e.name),
-          previous->begin, previous->end, e.begin, e.end);
+      bad(path, "tensors '{}' and '{}' overlap: data_offsets [{}, {}] and [{}, {}]", printable(previous->name),
+          printable(e.name), previous->begin, previous->end, e.begin, e.end);
     if (e.begin > covered)
-      bad(path, "bytes [{}, {}) of the data section belong to no tensor (before tensor '{}')", covered, e.begin, printable(e.name));
+      bad(path, "bytes [{}, {}) of the data section belong to no tensor (before tensor '{}')", covered, e.begin,
+          printable(e.name));
     covered = e.end;
     previous = &e;
   }
