@@ -38,12 +38,14 @@ void Shape::push_back(std::int64_t dim) {
 }
 
 std::int64_t Shape::numel() const {
-  // Checked again here: operator[] can change a dimension after construction.
-  const std::int64_t n = checked_product(dims_.data(), rank_);
-  if (n < 0) fail("Shape: {} has more elements than fit in 64 bits", str());
-  for (int i = 0; i < rank_; ++i)
-    if (dims_[i] == 0) return 0;
-  return n;
+  // Checked again here (one pass): operator[] can change a dimension after construction.
+  std::int64_t n = 1;
+  bool empty = false;
+  for (int i = 0; i < rank_; ++i) {
+    if (dims_[i] == 0) empty = true;
+    else if (__builtin_mul_overflow(n, dims_[i], &n)) fail("Shape: {} has more elements than fit in 64 bits", str());
+  }
+  return empty ? 0 : n;
 }
 
 Shape Shape::with(int axis, std::int64_t dim) const {
