@@ -104,8 +104,10 @@ void write_file_atomic(const std::string& path, const std::function<void(const B
 }
 
 InputFile::InputFile(const std::string& path, std::string op) : path_(path), op_(std::move(op)) {
+  // O_NONBLOCK: opening a FIFO would otherwise wait for a writer forever; it is
+  // refused below as not a regular file (for which the flag changes nothing).
   do {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   } while (fd_ < 0 && errno == EINTR);
   if (fd_ < 0) fail("{}: {}: cannot open: {}", op_, path_, reason(errno));
   struct stat st {};

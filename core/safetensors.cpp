@@ -11,6 +11,8 @@
 
 #include "core/error.hpp"
 #include "core/file_io.hpp"
+#include "core/limits.hpp"
+#include "core/printable.hpp"
 
 namespace attend {
 
@@ -123,11 +125,27 @@ struct Entry {
 };
 
 json parse_header(const std::string& path, const std::string& text) {
-  // Two entries with one name would silently hide one of them; refuse.
-  std::set<std::string> names;
+  // The JSON parser would skip a byte order mark and stop at a NUL, so that a
+  // header could hide content after one: refuse both (the format is plain UTF-8 JSON).
+  if (text.starts_with("\xEF\xBB\xBF")) bad(path, "the header starts with a byte order mark (EF BB BF)");
+  if (auto nul = text.find('\0'); nul != std::string::npos)
+    bad(path, "the header has a NUL byte at offset {} (of {})", nul, text.size());
+  // A key given twice in one object (two tensors with one name, two metadata
+  // entries, two "dtype"s) would silently hide one of them; refuse. One set of
+  // keys per open object, innermost last.
+  std::vector<std::set<std::string>> open_objects;
+  std::string top_key;  // the tensor (or "__metadata__") being read
   json::parser_callback_t no_duplicates = [&](int depth, json::parse_event_t event, json& parsed) {
-    if (event == json::parse_event_t::key && depth == 1 && !names.insert(parsed.get<std::string>()).second)
-      bad(path, "the header names '{}' twice", parsed.get<std::string>());
+    if (event == json::parse_event_t::object_start) open_objects.emplace_back();
+    else if (event == json::parse_event_t::object_end && !open_objects.empty()) open_objects.pop_back();
+    else if (event == json::parse_event_t::key && !open_objects.empty()) {
+      const std::string key = parsed.get<std::string>();
+      if (depth == 1) top_key = key;
+      if (!open_objects.back().insert(key).second) {
+        if (depth == 1) bad(path, "the header names '{}' twice", printable(key));
+        bad(path, "the header's entry '{}' has the key '{}' twice", printable(top_key), printable(key));
+      }
+    }
     return true;
   };
   try {
@@ -148,16 +166,21 @@ Shape parse_shape(const std::string& path, const std::string& name, const json& 
   if (!shape.is_array()) bad(path, "tensor '{}': \"shape\" must be an array of integers, got {}", name, shown(shape));
   if (shape.size() > static_cast<std::size_t>(kMaxRank))
     bad(path, "tensor '{}' has rank {}, more than attend's maximum rank {}", name, shape.size(), kMaxRank);
-  Shape out;
+  std::vector<std::int64_t> dims;
   for (const json& d : shape) {
     if (!d.is_number_integer()) bad(path, "tensor '{}': \"shape\" must be an array of integers, got {}", name, shown(shape));
     if (d.is_number_unsigned() && d.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
       bad(path, "tensor '{}' has a dimension too large in its shape {}", name, shown(shape));
     std::int64_t v = d.get<std::int64_t>();
     if (v < 0) bad(path, "tensor '{}' has negative dimension {} in its shape {}", name, v, shown(shape));
-    out.push_back(v);
+    dims.push_back(v);
   }
-  return out;
+  // Shape refuses a product past int64 (zero dimensions included); say so here, naming the file.
+  std::int64_t product = 1;
+  for (std::int64_t d : dims)
+    if (d != 0 && __builtin_mul_overflow(product, d, &product))
+      bad(path, "tensor '{}' has shape [{}] with too many elements", name, fmt::join(dims, ", "));
+  return Shape(std::span<const std::int64_t>(dims));
 }
 
 // numel * element size, or nothing when it does not fit in 64 bits.
@@ -170,16 +193,18 @@ bool byte_count(const Shape& shape, DType dtype, std::uint64_t& bytes) {
   return true;
 }
 
-Entry parse_entry(const std::string& path, const std::string& name, const json& info, std::uint64_t data_size) {
+Entry parse_entry(const std::string& path, const std::string& raw_name, const json& info, std::uint64_t data_size) {
   Entry e;
-  e.name = name;
+  e.name = raw_name;
+  const std::string name = printable(raw_name);  // for messages: a name may hold terminal escapes
   if (!info.is_object()) bad(path, "tensor '{}': the entry is not a JSON object but {}", name, shown(info));
 
   const json& dtype = field(path, name, info, "dtype");
   if (!dtype.is_string()) bad(path, "tensor '{}': \"dtype\" must be a string, got {}", name, shown(dtype));
   if (dtype == "F32") e.dtype = Float32;
   else if (dtype == "F64") e.dtype = Float64;
-  else bad(path, "tensor '{}' has unsupported dtype '{}' (attend reads F32 and F64)", name, dtype.get<std::string>());
+  else bad(path, "tensor '{}' has unsupported dtype '{}' (attend reads F32 and F64)", name,
+           printable(dtype.get<std::string>()));
 
   e.shape = parse_shape(path, name, field(path, name, info, "shape"));
 
@@ -206,7 +231,8 @@ std::map<std::string, std::string> parse_metadata(const std::string& path, const
   if (!metadata.is_object()) bad(path, "\"__metadata__\" must be an object of strings, got {}", shown(metadata));
   std::map<std::string, std::string> out;
   for (const auto& [key, value] : metadata.items()) {
-    if (!value.is_string()) bad(path, "\"__metadata__\" value of '{}' must be a string, got {}", key, shown(value));
+    if (!value.is_string())
+      bad(path, "\"__metadata__\" value of '{}' must be a string, got {}", printable(key), shown(value));
     out[key] = value.get<std::string>();
   }
   return out;
@@ -223,10 +249,11 @@ void check_layout(const std::string& path, std::vector<Entry>& entries, std::uin
   const Entry* previous = nullptr;
   for (const Entry& e : entries) {
     if (e.begin < covered)
-      bad(path, "tensors '{}' and '{}' overlap: data_offsets [{}, {}] and [{}, {}]", previous->name, e.name,
-          previous->begin, previous->end, e.begin, e.end);
+      bad(path, "tensors '{}' and '{}' overlap: data_offsets [{}, {}] and [{}, {}]", printable(previous->name),
+          printable(e.name), previous->begin, previous->end, e.begin, e.end);
     if (e.begin > covered)
-      bad(path, "bytes [{}, {}) of the data section belong to no tensor (before tensor '{}')", covered, e.begin, e.name);
+      bad(path, "bytes [{}, {}) of the data section belong to no tensor (before tensor '{}')", covered, e.begin,
+          printable(e.name));
     covered = e.end;
     previous = &e;
   }
@@ -262,6 +289,14 @@ SafetensorsFile load_safetensors(const std::string& path) {
     else entries.push_back(parse_entry(path, name, info, data_size));
   }
   check_layout(path, entries, data_size);
+  // The tensors cover the data section, so data_size is what loading allocates.
+  // The file size alone proves nothing: a sparse file claims terabytes on a few
+  // kilobytes of disk.
+  if (data_size > limits::kMaxTensorBytes)
+    bad(path, "the tensors hold {} bytes, more than the limit of {} (core/limits.hpp)", data_size,
+        limits::bytes_text(limits::kMaxTensorBytes));
+  if (const std::uint64_t memory = limits::physical_memory(); memory > 0 && data_size > memory)
+    bad(path, "the tensors hold {} bytes, more than this machine's memory ({})", data_size, limits::bytes_text(memory));
 
   for (const Entry& e : entries) {
     Tensor t = empty(e.shape, e.dtype);

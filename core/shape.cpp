@@ -13,21 +13,44 @@ Shape::Shape(std::span<const std::int64_t> dims) {
   for (std::int64_t d : dims) push_back(d);
 }
 
+namespace {
+
+// The product of the non-zero dimensions, or -1 when it overflows int64. A zero
+// dimension does not excuse the others: [2^62, 2^62, 0] is refused, since
+// reshaping it or dropping the empty axis would overflow.
+std::int64_t checked_product(const std::int64_t* dims, int rank) {
+  std::int64_t n = 1;
+  for (int i = 0; i < rank; ++i)
+    if (dims[i] != 0 && __builtin_mul_overflow(n, dims[i], &n)) return -1;
+  return n;
+}
+
+}  // namespace
+
 void Shape::push_back(std::int64_t dim) {
   if (rank_ == kMaxRank) fail("Shape: cannot add an axis to {}: the maximum rank is {}", str(), kMaxRank);
   if (dim < 0) fail("Shape: negative dimension {} in {}", dim, str());
   dims_[rank_++] = dim;
+  if (checked_product(dims_.data(), rank_) < 0) {
+    --rank_;
+    fail("Shape: {} with a dimension {} added has more elements than fit in 64 bits", str(), dim);
+  }
 }
 
 std::int64_t Shape::numel() const {
+  // Checked again here (one pass): operator[] can change a dimension after construction.
   std::int64_t n = 1;
-  for (int i = 0; i < rank_; ++i) n *= dims_[i];
-  return n;
+  bool empty = false;
+  for (int i = 0; i < rank_; ++i) {
+    if (dims_[i] == 0) empty = true;
+    else if (__builtin_mul_overflow(n, dims_[i], &n)) fail("Shape: {} has more elements than fit in 64 bits", str());
+  }
+  return empty ? 0 : n;
 }
 
 Shape Shape::with(int axis, std::int64_t dim) const {
-  Shape s = *this;
-  s.dims_[axis] = dim;
+  Shape s;
+  for (int i = 0; i < rank_; ++i) s.push_back(i == axis ? dim : dims_[i]);
   return s;
 }
 

@@ -2,11 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <numeric>
-#include <sstream>
 
 #include "core/error.hpp"
+#include "core/limits.hpp"
 #include "core/random.hpp"
 
 namespace attend {
@@ -14,9 +13,13 @@ namespace {
 
 bool blank(std::string_view s) { return s.find_first_not_of(" \t\v\f") == std::string_view::npos; }
 
+static_assert(limits::kMaxLineBytes == 65536, "update the message of line_problem");
+
 // Why a line cannot be used, or nullptr.
 const char* line_problem(std::string_view line) {
   if (line.empty()) return "empty line";
+  if (line.size() > static_cast<std::size_t>(limits::kMaxLineBytes))
+    return "line longer than the limit of 65536 bytes (core/limits.hpp)";
   if (!valid_utf8(line)) return "invalid UTF-8";
   std::size_t tab = line.find('\t');
   if (tab == std::string_view::npos) return "no tab between source and target";
@@ -75,11 +78,8 @@ ParallelText parse_tsv(std::string_view content, std::string_view name, bool str
 }
 
 ParallelText read_tsv(const std::string& path, bool strict) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) fail("read_tsv: cannot open '{}'", path);
-  std::ostringstream buffer;
-  buffer << file.rdbuf();
-  return parse_tsv(buffer.str(), path, strict);
+  // A regular file of bounded size: /dev/zero or a FIFO would otherwise be read forever.
+  return parse_tsv(limits::read_bounded_file(path, "read_tsv"), path, strict);
 }
 
 Split split_indices(std::int64_t n, double valid_fraction, std::uint64_t seed) {

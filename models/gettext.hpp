@@ -29,8 +29,12 @@ struct MoEntry {
 };
 
 // Every entry of a catalog, as stored. Checks the magic, the revision, the
-// counts and every offset and length against the size, and throws attend::Error
-// naming the file for anything out of bounds; it never reads outside `bytes`.
+// counts and every offset and length against the size, and that no two strings
+// share bytes (so the entries never add up to more than the file), and throws
+// attend::Error naming the file for anything wrong; it never reads outside
+// `bytes`. Strings are bytes here: a catalog may declare another charset, and
+// extract_pairs drops what is not UTF-8. read_mo reads a regular file of at most
+// limits::kMaxTextFileBytes.
 std::vector<MoEntry> parse_mo(std::string_view bytes, std::string_view name);
 std::vector<MoEntry> read_mo(const std::string& path);
 

@@ -1,8 +1,14 @@
 #include "models/model_dir.hpp"
 
+#include <cstdint>
 #include <filesystem>
 
+#include <fmt/format.h>
+
+#include "core/error.hpp"
 #include "core/file_io.hpp"
+#include "core/limits.hpp"
+#include "core/printable.hpp"
 #include "layers/serialize.hpp"
 
 namespace attend {
@@ -18,13 +24,106 @@ std::string vocab_text(const Vocabulary& v) {
   return text;
 }
 Vocabulary read_vocab(const std::string& path) {
-  std::vector<std::string> tokens = split_lines(read_file(path));
+  std::vector<std::string> tokens = split_lines(limits::read_bounded_file(path, "load_model_dir"));
   try {
     return Vocabulary::from_tokens(std::move(tokens));
   } catch (const Error& e) {
     fail("{}: {}", path, e.what());
   }
 }
+using json = nlohmann::json;
+
+// A JSON value for a message: short, and never a dump of a huge object.
+std::string shown(const json& j) {
+  if (j.is_object()) return fmt::format("an object of size {}", j.size());
+  if (j.is_array()) return fmt::format("an array of size {}", j.size());
+  std::string text = j.dump(-1, ' ', false, json::error_handler_t::replace);
+  return text.size() <= 40 ? text : text.substr(0, 37) + "...";
+}
+
+// config.json, checked key by key so that a wrong value is named rather than
+// truncated (8.5 is not 8) or wrapped (1e300 is not -9223372036854775808).
+class ConfigReader {
+ public:
+  explicit ConfigReader(std::string path) : path_(std::move(path)) {}
+
+  [[noreturn]] void bad(const std::string& key, const std::string& problem) const {
+    fail("{}: {} {}", path_, key, problem);
+  }
+  const json& object(const json& parent, const char* key, const std::string& name) const {
+    auto it = parent.find(key);
+    if (it == parent.end()) bad(name, "is missing");
+    if (!it->is_object()) bad(name, fmt::format("must be an object, got {}", shown(*it)));
+    return *it;
+  }
+  const json& value(const json& parent, const std::string& prefix, const char* key) const {
+    auto it = parent.find(key);
+    if (it == parent.end()) bad(prefix + key, "is missing");
+    return *it;
+  }
+  std::int64_t integer(const json& parent, const std::string& prefix, const char* key) const {
+    const json& v = value(parent, prefix, key);
+    if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
+      bad(prefix + key, fmt::format("is {}, far too large", shown(v)));
+    if (!v.is_number_integer()) bad(prefix + key, fmt::format("must be an integer, got {}", shown(v)));
+    return v.get<std::int64_t>();
+  }
+  bool boolean(const json& parent, const std::string& prefix, const char* key) const {
+    const json& v = value(parent, prefix, key);
+    if (!v.is_boolean()) bad(prefix + key, fmt::format("must be true or false, got {}", shown(v)));
+    return v.get<bool>();
+  }
+  double number(const json& parent, const std::string& prefix, const char* key) const {
+    const json& v = value(parent, prefix, key);
+    if (!v.is_number()) bad(prefix + key, fmt::format("must be a number, got {}", shown(v)));
+    return v.get<double>();
+  }
+  std::string string(const json& parent, const std::string& prefix, const char* key) const {
+    const json& v = value(parent, prefix, key);
+    if (!v.is_string()) bad(prefix + key, fmt::format("must be a string, got {}", shown(v)));
+    return v.get<std::string>();
+  }
+
+ private:
+  std::string path_;
+};
+
+constexpr const char* kFormat = "attend-seq2seq-1";
+
+void read_config(const std::string& path, LoadedModel& m) {
+  try {
+    m.info = json::parse(limits::read_bounded_file(path, "load_model_dir"));
+  } catch (const json::exception& e) {
+    fail("{}: not valid JSON: {}", path, e.what());
+  }
+  const ConfigReader r(path);
+  if (!m.info.is_object()) fail("{}: must hold a JSON object, got {}", path, shown(m.info));
+  if (const std::string format = r.string(m.info, "", "format"); format != kFormat)
+    r.bad("format", fmt::format("is '{}'; this attend reads '{}'", printable(format), kFormat));
+  const json& model = r.object(m.info, "model", "model");
+  Seq2SeqConfig& c = m.config;
+  c.source_vocab = r.integer(model, "model.", "source_vocab");
+  c.target_vocab = r.integer(model, "model.", "target_vocab");
+  c.embed = r.integer(model, "model.", "embed");
+  c.hidden = r.integer(model, "model.", "hidden");
+  c.layers = r.integer(model, "model.", "layers");
+  c.bidirectional = r.boolean(model, "model.", "bidirectional");
+  c.dropout = r.number(model, "model.", "dropout");
+  const std::string attention = r.string(model, "model.", "attention");
+  try {
+    c.attention = parse_attention(attention);
+    c.validate();  // sizes against core/limits.hpp, before anything is allocated
+  } catch (const Error& e) {
+    fail("{}: {}", path, e.what());
+  }
+  if (m.info.contains("tokenizer")) {
+    const json& tokenizer = r.object(m.info, "tokenizer", "tokenizer");
+    if (tokenizer.contains("lowercase")) m.tokenizer.lowercase = r.boolean(tokenizer, "tokenizer.", "lowercase");
+    if (tokenizer.contains("split_elision"))
+      m.tokenizer.split_elision = r.boolean(tokenizer, "tokenizer.", "split_elision");
+  }
+}
+
 }  // namespace
 
 void save_model_description(const std::string& dir, const Seq2SeqConfig& config, const Vocabulary& source_vocab,
@@ -36,26 +135,20 @@ void save_model_description(const std::string& dir, const Seq2SeqConfig& config,
   j["tokenizer"] = {{"lowercase", tokenizer.lowercase}, {"split_elision", tokenizer.split_elision}};
   j["source_vocab"] = "source.vocab";
   j["target_vocab"] = "target.vocab";
-  j["format"] = "attend-seq2seq-1";
+  j["format"] = kFormat;
   write_file_atomic(path_in(dir, "source.vocab"), vocab_text(source_vocab));
   write_file_atomic(path_in(dir, "target.vocab"), vocab_text(target_vocab));
   write_file_atomic(path_in(dir, "config.json"), j.dump(2) + "\n");
 }
 
 LoadedModel load_model_dir(const std::string& dir, const std::string& weights) {
-  if (!std::filesystem::is_directory(dir)) fail("{}: not a model directory (it does not exist)", dir);
+  std::error_code ec;
+  const auto status = std::filesystem::status(dir, ec);
+  if (!std::filesystem::exists(status)) fail("{}: not a model directory (it does not exist)", dir);
+  if (!std::filesystem::is_directory(status))
+    fail("{}: not a model directory (it is not a directory; --model takes the directory attend train wrote)", dir);
   LoadedModel m;
-  const std::string config_path = path_in(dir, "config.json");
-  try {
-    m.info = nlohmann::json::parse(read_file(config_path));
-    m.config = Seq2SeqConfig::from_json(m.info.at("model"));
-    if (m.info.contains("tokenizer")) {
-      m.tokenizer.lowercase = m.info["tokenizer"].value("lowercase", false);
-      m.tokenizer.split_elision = m.info["tokenizer"].value("split_elision", true);
-    }
-  } catch (const nlohmann::json::exception& e) {
-    fail("{}: {}", config_path, e.what());
-  }
+  read_config(path_in(dir, "config.json"), m);
   m.source_vocab = read_vocab(path_in(dir, "source.vocab"));
   m.target_vocab = read_vocab(path_in(dir, "target.vocab"));
   if (m.source_vocab.size() != m.config.source_vocab || m.target_vocab.size() != m.config.target_vocab)

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "autograd/ops.hpp"
+#include "core/limits.hpp"
 
 namespace attend {
 
@@ -29,6 +30,39 @@ void Seq2SeqConfig::validate() const {
   if (hidden < 1) fail("Seq2SeqConfig: hidden must be positive, got {}", hidden);
   if (layers < 1) fail("Seq2SeqConfig: layers must be positive, got {}", layers);
   if (!(dropout >= 0 && dropout < 1)) fail("Seq2SeqConfig: dropout must be in [0, 1), got {}", dropout);
+  // Each size against its limit, so that parameter_count cannot overflow and
+  // nothing is allocated for a model that could never fit.
+  const auto at_most = [](const char* field, std::int64_t value, std::int64_t limit) {
+    if (value > limit) fail("Seq2SeqConfig: {} is {}, more than the limit of {} (core/limits.hpp)", field, value, limit);
+  };
+  at_most("source_vocab", source_vocab, limits::kMaxVocabulary);
+  at_most("target_vocab", target_vocab, limits::kMaxVocabulary);
+  at_most("embed", embed, limits::kMaxDimension);
+  at_most("hidden", hidden, limits::kMaxDimension);
+  at_most("layers", layers, limits::kMaxLayers);
+  if (const std::int64_t n = parameter_count(); n > limits::kMaxParameters)
+    fail("Seq2SeqConfig: the model would have {} parameters, more than the limit of {} (core/limits.hpp): "
+         "embed {}, hidden {}, layers {}, vocabularies {} and {}",
+         n, limits::kMaxParameters, embed, hidden, layers, source_vocab, target_vocab);
+}
+
+std::int64_t Seq2SeqConfig::parameter_count() const {
+  const std::int64_t E = embed, H = hidden, Hk = key_size();
+  const std::int64_t directions = bidirectional ? 2 : 1;
+  std::int64_t n = (source_vocab + target_vocab) * E;  // embeddings
+  for (std::int64_t l = 0; l < layers; ++l)            // encoder: W_ih, W_hh, two biases per direction
+    n += directions * (4 * H * ((l == 0 ? E : Hk) + H) + 8 * H);
+  n += 2 * (Hk * H + H);                 // bridge_h, bridge_c
+  n += 4 * H * (E + H + H) + 8 * H;      // decoder cell (input: embedding and h~)
+  switch (attention) {
+    case AttentionKind::None: break;
+    case AttentionKind::Additive: n += H * Hk + H * H + 2 * H; break;  // W_k, W_q, b, v
+    case AttentionKind::Dot: n += H * H + H * Hk; break;               // W_Q, W_K
+    case AttentionKind::General: n += H * Hk; break;                   // W
+  }
+  n += (attention == AttentionKind::None ? H : H + Hk) * H + H;  // combine
+  n += H * target_vocab + target_vocab;                           // project
+  return n;
 }
 
 nlohmann::json Seq2SeqConfig::to_json() const {

@@ -47,7 +47,10 @@ struct Seq2SeqConfig {
   AttentionKind attention = AttentionKind::Additive;
 
   std::int64_t key_size() const { return bidirectional ? 2 * hidden : hidden; }  // Hk
-  void validate() const;  // throws Error naming the bad field
+  // Throws Error naming the bad field; sizes are bounded by core/limits.hpp,
+  // parameter_count() included, before anything is allocated.
+  void validate() const;
+  std::int64_t parameter_count() const;  // what Seq2Seq(config).num_parameters() will be
   nlohmann::json to_json() const;
   static Seq2SeqConfig from_json(const nlohmann::json& j);
 };

@@ -2,18 +2,30 @@
 
 #include <algorithm>
 #include <fstream>
-#include <sstream>
 
 #include "core/error.hpp"
+#include "core/limits.hpp"
+#include "core/printable.hpp"
 #include "models/tokenizer.hpp"
 
 namespace attend {
 namespace {
 
 // A token that could not be written as one line of a vocabulary file.
+// A token that could not be saved, or that the model could print: one that is
+// not valid UTF-8, or holds a control character (the tokenizer never makes one,
+// XML forbids them, a terminal obeys them), would reach translations and SVG files.
 const char* bad_token(std::string_view token) {
   if (token.empty()) return "is empty";
   if (token.find_first_of("\n\r") != std::string_view::npos) return "contains a line break";
+  if (!valid_utf8(token)) return "is not valid UTF-8";
+  for (std::size_t pos = 0; pos < token.size();) {
+    char32_t c = 0;
+    int length = 1;
+    decode_utf8(token, pos, c, length);
+    if (c < 0x20 || (c >= 0x7F && c <= 0x9F)) return "contains a control character";
+    pos += static_cast<std::size_t>(length);
+  }
   return nullptr;
 }
 
@@ -37,7 +49,7 @@ Vocabulary Vocabulary::build(const TokenCounts& counts, const VocabularyOptions&
   std::vector<std::pair<std::string_view, std::int64_t>> kept;
   for (const auto& [token, count] : counts) {
     if (const char* problem = bad_token(token))
-      fail("Vocabulary::build: the token '{}' {}", token, problem);
+      fail("Vocabulary::build: the token '{}' {}", printable(token), problem);
     bool special = std::find(std::begin(kSpecialTokens), std::end(kSpecialTokens), token) !=
                    std::end(kSpecialTokens);
     if (!special && count >= options.min_count) kept.emplace_back(token, count);
@@ -62,11 +74,11 @@ Vocabulary Vocabulary::from_tokens(std::vector<std::string> tokens) {
   for (std::int64_t id = 0; id < kNumSpecial; ++id)
     if (tokens[static_cast<std::size_t>(id)] != kSpecialTokens[id])
       fail("Vocabulary: token {} must be '{}', got '{}'", id, kSpecialTokens[id],
-           tokens[static_cast<std::size_t>(id)]);
+           printable(tokens[static_cast<std::size_t>(id)]));
   for (std::size_t id = kNumSpecial; id < tokens.size(); ++id) {
     if (const char* problem = bad_token(tokens[id])) fail("Vocabulary: token {} {}", id, problem);
     auto [it, inserted] = vocab.ids_.emplace(tokens[id], static_cast<std::int64_t>(id));
-    if (!inserted) fail("Vocabulary: duplicate token '{}' at ids {} and {}", tokens[id], it->second, id);
+    if (!inserted) fail("Vocabulary: duplicate token '{}' at ids {} and {}", printable(tokens[id]), it->second, id);
     vocab.tokens_.push_back(std::move(tokens[id]));
   }
   return vocab;
@@ -120,11 +132,7 @@ void Vocabulary::save(const std::string& path) const {
 }
 
 Vocabulary Vocabulary::load(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) fail("Vocabulary::load: cannot open '{}'", path);
-  std::ostringstream buffer;
-  buffer << file.rdbuf();
-  const std::string content = buffer.str();
+  const std::string content = limits::read_bounded_file(path, "Vocabulary::load");
 
   Vocabulary vocab;
   vocab.ids_.clear();
@@ -142,10 +150,12 @@ Vocabulary Vocabulary::load(const std::string& path) {
     std::int64_t id = line_number - 1;
     if (id < kNumSpecial && line != kSpecialTokens[id])
       fail("Vocabulary::load: {}:{}: expected the special token '{}', got '{}'", path, line_number,
-           kSpecialTokens[id], line);
+           kSpecialTokens[id], printable(line));
+    if (const char* problem = bad_token(line))
+      fail("Vocabulary::load: {}:{}: the token '{}' {}", path, line_number, printable(line), problem);
     auto [it, inserted] = vocab.ids_.emplace(line, id);
     if (!inserted)
-      fail("Vocabulary::load: {}:{}: duplicate token '{}' (first on line {})", path, line_number, line,
+      fail("Vocabulary::load: {}:{}: duplicate token '{}' (first on line {})", path, line_number, printable(line),
            it->second + 1);
     vocab.tokens_.emplace_back(line);
   }

@@ -88,7 +88,7 @@ TEST_CASE("build rejects tokens that cannot be saved and a max_size below 4") {
                        "Vocabulary::build: max_size 3 is too small; it counts the 4 special tokens (0 means no limit)",
                        Error);
   CHECK_THROWS_WITH_AS(Vocabulary::build({{"", 2}}), "Vocabulary::build: the token '' is empty", Error);
-  CHECK_THROWS_WITH_AS(Vocabulary::build({{"a\nb", 2}}), "Vocabulary::build: the token 'a\nb' contains a line break",
+  CHECK_THROWS_WITH_AS(Vocabulary::build({{"a\nb", 2}}), "Vocabulary::build: the token 'a\\nb' contains a line break",
                        Error);
 }
 
@@ -135,8 +135,8 @@ TEST_CASE("save writes one token per line in id order, load reads it back") {
 TEST_CASE("load names the file and line of every problem") {
   TempFile file("bad.txt");
   const std::string& p = file.path;
-  CHECK_THROWS_WITH_AS(Vocabulary::load(p + ".missing"), ("Vocabulary::load: cannot open '" + p + ".missing'").c_str(),
-                       Error);
+  CHECK_THROWS_WITH_AS(Vocabulary::load(p + ".missing"),
+                       ("Vocabulary::load: " + p + ".missing: cannot open: No such file or directory").c_str(), Error);
   file.write("<pad>\n<s>\n<unk>\n</s>\n");
   CHECK_THROWS_WITH_AS(Vocabulary::load(p),
                        ("Vocabulary::load: " + p + ":2: expected the special token '<unk>', got '<s>'").c_str(), Error);
@@ -150,6 +150,14 @@ TEST_CASE("load names the file and line of every problem") {
   CHECK_THROWS_WITH_AS(Vocabulary::load(p), ("Vocabulary::load: " + p + ":6: empty line").c_str(), Error);
   file.write("<pad>\n<unk>\n<s>\n</s>\nca\xC3t\n");
   CHECK_THROWS_WITH_AS(Vocabulary::load(p), ("Vocabulary::load: " + p + ":5: invalid UTF-8").c_str(), Error);
+  file.write("<pad>\n<unk>\n<s>\n</s>\ncat\n\x1b[2Jdog\n");  // a terminal escape inside a token
+  CHECK_THROWS_WITH_AS(Vocabulary::load(p),
+                       ("Vocabulary::load: " + p + ":6: the token '\\x1b[2Jdog' contains a control character").c_str(),
+                       Error);
+  file.write("<pad>\t\n<unk>\n<s>\n</s>\n");  // an invisible tab, shown
+  CHECK_THROWS_WITH_AS(Vocabulary::load(p),
+                       ("Vocabulary::load: " + p + ":1: expected the special token '<pad>', got '<pad>\\t'").c_str(),
+                       Error);
   file.write("<pad>\n<unk>\n");
   CHECK_THROWS_WITH_AS(Vocabulary::load(p),
                        ("Vocabulary::load: " + p + ":3: expected the special token '<s>', got the end of the file").c_str(),
@@ -170,4 +178,12 @@ TEST_CASE("from_tokens checks the special tokens and duplicates") {
                        "Vocabulary: duplicate token 'a' at ids 4 and 6", Error);
   CHECK_THROWS_WITH_AS(Vocabulary::from_tokens({"<pad>", "<unk>", "<s>", "</s>", ""}), "Vocabulary: token 4 is empty",
                        Error);
+  // Tokens a translation would print must be text: UTF-8, no control characters (shown as escapes).
+  CHECK_THROWS_WITH_AS(Vocabulary::from_tokens({"<pad>", "<unk>", "<s>", "</s>", "caf\xe9"}),
+                       "Vocabulary: token 4 is not valid UTF-8", Error);
+  CHECK_THROWS_WITH_AS(Vocabulary::from_tokens({"<pad>", "<unk>", "<s>", "</s>", "a\x07"}),
+                       "Vocabulary: token 4 contains a control character", Error);
+  CHECK_THROWS_WITH_AS(Vocabulary::from_tokens({"<pad>\r", "<unk>", "<s>", "</s>"}),
+                       "Vocabulary: token 0 must be '<pad>', got '<pad>\\r'", Error);
+  CHECK(Vocabulary::from_tokens({"<pad>", "<unk>", "<s>", "</s>", "caf\xc3\xa9", "\xe6\xbc\xa2"}).size() == 6);
 }

@@ -9,8 +9,10 @@
 #include <fmt/format.h>
 
 #include "core/blas.hpp"
+#include "core/limits.hpp"
 #include "models/decoding.hpp"
 #include "models/trainer.hpp"
+#include "tools/checks.hpp"
 #include "tools/commands.hpp"
 
 namespace attend::tools {
@@ -30,6 +32,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 
 double median(std::vector<double> v) {
+  if (v.empty()) fail("bench: no timed runs to take the median of");
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
@@ -66,6 +69,7 @@ void run_bench(const BenchFlags& f) {
   c.layers = f.layers;
   c.bidirectional = f.bidirectional;
   c.attention = parse_attention(f.attention);
+  c.validate();  // the model's size against core/limits.hpp, before anything is allocated
   Generator gen(f.seed);
   Seq2Seq model(c, gen);
   // Random sentences of exactly src_len and tgt_len tokens (ids 4.. are words).
@@ -118,17 +122,17 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--attention", f->attention, "none, additive, dot or general")
       ->check(CLI::IsMember({"none", "additive", "dot", "general"}))
       ->capture_default_str();
-  cmd->add_option("--embed", f->embed, "Embedding size")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--hidden", f->hidden, "Hidden size")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--layers", f->layers, "Encoder layers")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--embed", f->embed, "Embedding size")->check(check::integer(1, limits::kMaxDimension, true))->capture_default_str();
+  cmd->add_option("--hidden", f->hidden, "Hidden size")->check(check::integer(1, limits::kMaxDimension, true))->capture_default_str();
+  cmd->add_option("--layers", f->layers, "Encoder layers")->check(check::integer(1, limits::kMaxLayers, true))->capture_default_str();
   cmd->add_flag("--bidirectional", f->bidirectional, "Bidirectional encoder");
-  cmd->add_option("--batch", f->batch, "Sentences per batch")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--src-len", f->src_len, "Source length")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--tgt-len", f->tgt_len, "Target length")->check(CLI::Range(2, 100000))->capture_default_str();
-  cmd->add_option("--vocab", f->vocab, "Vocabulary size (both sides)")->check(CLI::Range(5, 10000000))->capture_default_str();
-  cmd->add_option("--steps", f->steps, "Timed training steps")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--warmup", f->warmup, "Untimed steps first")->capture_default_str();
-  cmd->add_option("--threads", f->threads, "OpenBLAS threads")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--batch", f->batch, "Sentences per batch")->check(check::integer(1, limits::kMaxBatch, true))->capture_default_str();
+  cmd->add_option("--src-len", f->src_len, "Source length")->check(check::integer(1, limits::kMaxSequence, true))->capture_default_str();
+  cmd->add_option("--tgt-len", f->tgt_len, "Target length")->check(check::integer(2, limits::kMaxSequence, true))->capture_default_str();
+  cmd->add_option("--vocab", f->vocab, "Vocabulary size (both sides)")->check(check::integer(5, limits::kMaxVocabulary, true))->capture_default_str();
+  cmd->add_option("--steps", f->steps, "Timed training steps")->check(check::integer(1, 1000000))->capture_default_str();
+  cmd->add_option("--warmup", f->warmup, "Untimed steps first")->check(check::integer(0, 1000000))->capture_default_str();
+  cmd->add_option("--threads", f->threads, "OpenBLAS threads")->check(check::threads())->capture_default_str();
   cmd->add_option("--seed", f->seed, "Seed")->capture_default_str();
   cmd->callback([f] { run_bench(*f); });
 }

@@ -7,9 +7,11 @@
 #include <fmt/format.h>
 
 #include "core/file_io.hpp"
+#include "core/limits.hpp"
 #include "models/bleu.hpp"
 #include "models/dataset.hpp"
 #include "models/gettext.hpp"
+#include "tools/checks.hpp"
 #include "tools/commands.hpp"
 
 namespace attend::tools {
@@ -33,7 +35,7 @@ std::string tsv_of(const std::vector<SentencePair>& pairs) {
 }
 
 std::vector<std::string> lines_of(const std::string& path) {
-  std::vector<std::string> lines = split_lines(read_file(path));
+  std::vector<std::string> lines = split_lines(limits::read_bounded_file(path, "bleu"));
   for (std::string& line : lines)
     if (!line.empty() && line.back() == '\r') line.pop_back();
   return lines;
@@ -48,7 +50,7 @@ void add_data_command(CLI::App& app) {
   auto toy = std::make_shared<ToyCorpusOptions>();
   auto toy_out = std::make_shared<std::string>();
   auto* t = data->add_subcommand("toy", "The built-in toy English->French language");
-  t->add_option("--n", toy->n, "Number of pairs")->capture_default_str();
+  t->add_option("--n", toy->n, "Number of pairs")->check(check::integer(1, 10000000))->capture_default_str();
   t->add_option("--min-len", toy->min_len, "Shortest source sentence (words, >= 3)")->capture_default_str();
   t->add_option("--max-len", toy->max_len, "Longest source sentence (words, <= 60)")->capture_default_str();
   t->add_option("--seed", toy->seed, "Seed")->capture_default_str();
@@ -67,6 +69,8 @@ void add_data_command(CLI::App& app) {
     CatalogHarvest h = harvest_catalogs(where);
     for (const std::string& e : h.errors) fmt::print(stderr, "warning: {}\n", e);
     fmt::print(stderr, "{}: {} catalogs, {} entries, {} pairs kept\n", where, h.catalogs, h.entries, h.pairs.size());
+    if (h.catalogs == 0 && h.errors.empty()) fail("data gettext: {}: no .mo catalogs found", where);
+    if (h.catalogs == 0) fail("data gettext: {}: none of the {} catalogs could be read", where, h.errors.size());
     emit(*gettext_out, tsv_of(h.pairs));
   });
 }

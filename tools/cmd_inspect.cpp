@@ -4,11 +4,13 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <memory>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/printable.hpp"
 #include "core/safetensors.hpp"
 #include "tools/commands.hpp"
 #include "tools/inspect.hpp"
@@ -49,13 +51,17 @@ Stats stats_of(const Tensor& t) {
 std::string inspect_safetensors(const std::string& path) {
   const SafetensorsFile file = load_safetensors(path);
 
+  // Names as escapes where they hold control characters: a tensor name is the
+  // file's to choose, and must not reach the terminal as an escape sequence.
+  std::map<std::string, std::string> shown;
+  for (const auto& [name, t] : file.tensors) shown[name] = printable(name);
   std::size_t name_width = 4, shape_width = 5;
   for (const auto& [name, t] : file.tensors) {
-    name_width = std::max(name_width, name.size());
+    name_width = std::max(name_width, shown[name].size());
     shape_width = std::max(shape_width, t.shape().str().size());
   }
 
-  std::string out = fmt::format("{}\n\n", path);
+  std::string out = fmt::format("{}\n\n", printable(path));
   const std::string rule(name_width + shape_width + 63, '-');  // the width of a row
   out += fmt::format("{:<{}}  {:<5}  {:<{}}  {:>10}  {:>12}  {:>12}  {:>12}\n", "name", name_width, "dtype", "shape",
                      shape_width, "numel", "min", "mean", "max");
@@ -64,7 +70,7 @@ std::string inspect_safetensors(const std::string& path) {
   std::uint64_t bytes = 0;
   for (const auto& [name, t] : file.tensors) {
     const std::string dtype = t.dtype() == Float64 ? "F64" : "F32";
-    out += fmt::format("{:<{}}  {:<5}  {:<{}}  {:>10}", name, name_width, dtype, t.shape().str(), shape_width, t.numel());
+    out += fmt::format("{:<{}}  {:<5}  {:<{}}  {:>10}", shown[name], name_width, dtype, t.shape().str(), shape_width, t.numel());
     if (t.numel() == 0) {
       out += fmt::format("  {:>12}  {:>12}  {:>12}\n", "-", "-", "-");
     } else {

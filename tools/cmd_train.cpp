@@ -4,13 +4,16 @@
 #include <atomic>
 #include <csignal>
 #include <filesystem>
+#include <limits>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/blas.hpp"
+#include "core/limits.hpp"
 #include "models/model_dir.hpp"
 #include "models/trainer.hpp"
+#include "tools/checks.hpp"
 #include "tools/commands.hpp"
 #include "tools/data_options.hpp"
 #include "tools/terminal.hpp"
@@ -142,31 +145,35 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--attention", f.attention, "none, additive (Bahdanau), dot (scaled, projected) or general (Luong)")
       ->check(CLI::IsMember({"none", "additive", "dot", "general"}))
       ->capture_default_str();
-  cmd->add_option("--embed", f.embed, "Embedding size")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--hidden", f.hidden, "LSTM hidden size")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--layers", f.layers, "Encoder LSTM layers")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--embed", f.embed, "Embedding size")->check(check::integer(1, limits::kMaxDimension, true))->capture_default_str();
+  cmd->add_option("--hidden", f.hidden, "LSTM hidden size")->check(check::integer(1, limits::kMaxDimension, true))->capture_default_str();
+  cmd->add_option("--layers", f.layers, "Encoder LSTM layers")->check(check::integer(1, limits::kMaxLayers, true))->capture_default_str();
   cmd->add_flag("--bidirectional,!--unidirectional", f.bidirectional, "Bidirectional encoder (the default), or not")
       ->capture_default_str();
   cmd->add_option("--dropout", f.dropout, "Dropout on embeddings, between layers and before the output")
-      ->check(CLI::Range(0.0, 0.95))
+      ->check(check::number(0.0, 0.95))
       ->capture_default_str();
-  cmd->add_option("--batch", f.train.batch, "Sentences per batch")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--epochs", f.train.epochs, "Passes over the training data")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--minutes", f.train.minutes, "Stop after this many minutes (0: no limit)")->capture_default_str();
-  cmd->add_option("--max-steps", f.train.max_steps, "Stop after this many steps (0: no limit)")->capture_default_str();
-  cmd->add_option("--lr", f.train.lr, "Learning rate")->capture_default_str();
+  cmd->add_option("--batch", f.train.batch, "Sentences per batch")->check(check::integer(1, limits::kMaxBatch, true))->capture_default_str();
+  cmd->add_option("--epochs", f.train.epochs, "Passes over the training data")->check(check::integer(1, 1000000))->capture_default_str();
+  cmd->add_option("--minutes", f.train.minutes, "Stop after this many minutes (0: no limit)")
+      ->check(check::number(0.0, std::numeric_limits<double>::max()))->capture_default_str();
+  cmd->add_option("--max-steps", f.train.max_steps, "Stop after this many steps (0: no limit)")
+      ->check(check::integer(0, std::numeric_limits<std::int64_t>::max()))->capture_default_str();
+  cmd->add_option("--lr", f.train.lr, "Learning rate")->check(check::number(0.0, std::numeric_limits<double>::max(), true))->capture_default_str();
   cmd->add_option("--optimizer", f.train.optimizer, "adam, sgd or adadelta")
       ->check(CLI::IsMember({"adam", "sgd", "adadelta"}))
       ->capture_default_str();
-  cmd->add_option("--clip", f.train.clip, "Clip the global gradient norm to this (0: off)")->capture_default_str();
-  cmd->add_option("--label-smoothing", f.train.label_smoothing, "Label smoothing")->check(CLI::Range(0.0, 0.99));
+  cmd->add_option("--clip", f.train.clip, "Clip the global gradient norm to this (0: off)")
+      ->check(check::number(0.0, std::numeric_limits<double>::max()))->capture_default_str();
+  cmd->add_option("--label-smoothing", f.train.label_smoothing, "Label smoothing")->check(check::number(0.0, 0.99));
   cmd->add_option("--teacher-forcing", f.train.teacher_forcing, "Probability of feeding the reference token")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(check::number(0.0, 1.0));
   cmd->add_option("--bleu-sentences", f.train.bleu_sentences, "Validation sentences translated for BLEU each epoch")
+      ->check(check::integer(0, std::numeric_limits<std::int64_t>::max()))
       ->capture_default_str();
   cmd->add_option("--seed", f.train.seed, "Seed of the initial weights, the data split and order")->capture_default_str();
-  cmd->add_option("--threads", f.threads, "OpenBLAS threads")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--out", f.out, "Directory for the model, checkpoints and the log")->capture_default_str();
+  cmd->add_option("--threads", f.threads, "OpenBLAS threads")->check(check::threads())->capture_default_str();
+  cmd->add_option("--out", f.out, "Directory for the model, checkpoints and the log")->check(check::out_directory())->capture_default_str();
   cmd->add_flag("--resume", f.resume, "Continue the run saved in --out (same data flags)");
   cmd->add_flag("--detect-anomaly", f.train.detect_anomaly, "Name the first op that produces NaN or infinity (slow)");
   cmd->callback([flags] { run_train(*flags); });

@@ -4,15 +4,16 @@
 // gradient of the loss at them (which alignments training would strengthen).
 // attend eval: BLEU of a model on parallel text, overall and by source length.
 #include <algorithm>
-#include <fstream>
-#include <iostream>
+#include <cstdio>
 
 #include <fmt/format.h>
 
 #include "core/blas.hpp"
 #include "core/file_io.hpp"
+#include "core/limits.hpp"
 #include "models/evaluation.hpp"
 #include "models/model_dir.hpp"
+#include "tools/checks.hpp"
 #include "tools/commands.hpp"
 #include "tools/report.hpp"
 #include "tools/svg.hpp"
@@ -30,18 +31,45 @@ struct TranslateFlags {
   int threads = 1;
 };
 
+static_assert(limits::kMaxLineBytes == 65536, "update the footer of attend translate");
+
+// The input lines, each checked before anything is translated: an output line
+// per input line is the contract, so a bad line (too long, not UTF-8) is an
+// error naming it rather than a line silently skipped or garbled.
+
 std::vector<std::string> read_lines(const std::string& path) {
-  std::vector<std::string> lines;
-  std::string line;
-  if (path.empty() || path == "-") {
-    while (std::getline(std::cin, line)) lines.push_back(line);
+  const bool from_stdin = path.empty() || path == "-";
+  const std::string name = from_stdin ? "<stdin>" : path;
+  std::string text;
+  if (from_stdin) {
+    char chunk[65536];
+    for (std::size_t got; (got = std::fread(chunk, 1, sizeof chunk, stdin)) > 0;) {
+      text.append(chunk, got);
+      if (text.size() > limits::kMaxTextFileBytes)
+        fail("translate: {}: more than {} of input (core/limits.hpp)", name, limits::bytes_text(limits::kMaxTextFileBytes));
+    }
+    if (std::ferror(stdin)) fail("translate: {}: cannot read", name);
   } else {
-    std::ifstream in(path);
-    if (!in) fail("translate: cannot open {}", path);
-    while (std::getline(in, line)) lines.push_back(line);
+    text = limits::read_bounded_file(path, "translate");  // refuses a directory or a FIFO
   }
-  for (std::string& l : lines)
+  std::vector<std::string> lines = split_lines(text);
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    std::string& l = lines[i];
     if (!l.empty() && l.back() == '\r') l.pop_back();
+    if (l.size() > static_cast<std::size_t>(limits::kMaxLineBytes))
+      fail("translate: {}:{}: the line has {} bytes, more than the limit of {} (core/limits.hpp); nothing was "
+           "translated",
+           name, i + 1, l.size(), limits::kMaxLineBytes);
+    if (!valid_utf8(l)) {
+      std::size_t at = 0;
+      for (char32_t c = 0; at < l.size();) {
+        int length = 1;
+        if (!decode_utf8(l, at, c, length)) break;
+        at += static_cast<std::size_t>(length);
+      }
+      fail("translate: {}:{}: invalid UTF-8 at byte {} (from 0); nothing was translated", name, i + 1, at);
+    }
+  }
   return lines;
 }
 
@@ -183,6 +211,8 @@ void run_eval(const EvalFlags& f) {
   LoadedModel m = load_model_dir(f.model);
   ParallelText text = read_tsv(f.data);
   for (const std::string& w : text.warnings) fmt::print(stderr, "warning: {}\n", w);
+  if (text.pairs.empty())
+    fail("eval: {} has no usable 'source<TAB>target' lines ({} skipped): nothing to score", f.data, text.skipped);
   DecodeOptions options;
   options.beam = f.beam;
   BleuReport r = evaluate_bleu_by_length(*m.model, text.pairs, m.source_vocab, m.target_vocab, m.tokenizer, options);
@@ -201,6 +231,8 @@ void add_translate_command(CLI::App& app) {
   auto f = std::make_shared<TranslateFlags>();
   auto* cmd = app.add_subcommand("translate", "Translate sentences (one per line) from FILE or stdin");
   cmd->footer(
+      "Each input line gives one output line. Every line is checked before any is translated: a line that is not\n"
+      "valid UTF-8, or longer than 65536 bytes, is an error naming it (FILE:LINE), and nothing is translated.\n\n"
       "--explain-grad reads 'source<TAB>reference' lines and, for each, differentiates the loss of the reference\n"
       "(teacher forcing) at the attention weights: it prints the translation, the loss per token, then alpha and\n"
       "dL/dalpha side by side. '+' marks a weight the loss wants up (dL/dalpha < 0: the loss falls if it grows),\n"
@@ -213,7 +245,7 @@ void add_translate_command(CLI::App& app) {
   cmd->add_option("--beam", f->beam,
                   "Beam size (1: greedy). With --explain-grad it changes only the translation printed: the target "
                   "explained is the reference, or the greedy translation")
-      ->check(CLI::PositiveNumber)
+      ->check(check::integer(1, limits::kMaxBeam, true))
       ->capture_default_str();
   cmd->add_flag("--show-attention", f->show_attention, "Draw the attention weights under each translation");
   auto* explain = cmd->add_flag("--explain-grad", f->explain_grad,
@@ -226,7 +258,7 @@ void add_translate_command(CLI::App& app) {
   cmd->add_flag("--ascii", f->ascii,
                 "With --show-attention: digits 0-9 instead of shaded blocks; with --explain-grad: signs and digits "
                 "(+3, -7) instead of signs and blocks");
-  cmd->add_option("--threads", f->threads, "OpenBLAS threads")->check(CLI::PositiveNumber);
+  cmd->add_option("--threads", f->threads, "OpenBLAS threads")->check(check::threads());
   cmd->add_option("FILE", f->input,
                   "Sentences to translate (default: stdin); with --explain-grad, 'source<TAB>reference' per line");
   cmd->callback([f] { run_translate(*f); });
@@ -237,8 +269,8 @@ void add_eval_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("eval", "BLEU of a model on parallel text, overall and by source length");
   cmd->add_option("--model", f->model, "Model directory written by attend train")->capture_default_str();
   cmd->add_option("--data", f->data, "Parallel text: 'source<TAB>target' per line")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--beam", f->beam, "Beam size (1: greedy)")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--threads", f->threads, "OpenBLAS threads")->check(CLI::PositiveNumber);
+  cmd->add_option("--beam", f->beam, "Beam size (1: greedy)")->check(check::integer(1, limits::kMaxBeam, true))->capture_default_str();
+  cmd->add_option("--threads", f->threads, "OpenBLAS threads")->check(check::threads());
   cmd->callback([f] { run_eval(*f); });
 }
 

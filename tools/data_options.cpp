@@ -2,8 +2,11 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 
+#include "core/limits.hpp"
 #include "models/gettext.hpp"
+#include "tools/checks.hpp"
 
 namespace attend::tools {
 
@@ -14,19 +17,22 @@ void DataFlags::add_to(CLI::App& cmd) {
   group->add_option("--gettext", gettext_dir,
                     "Human translations from GNU gettext catalogs (.mo) under DIR, e.g. /usr/share/locale");
   group->require_option(1);
-  cmd.add_option("--toy-n", toy_n, "Toy pairs to generate")->capture_default_str();
+  cmd.add_option("--toy-n", toy_n, "Toy pairs to generate")->check(check::integer(1, 10000000))->capture_default_str();
   cmd.add_option("--toy-min-len", toy_min_len, "Shortest toy source sentence (words)")->capture_default_str();
   cmd.add_option("--toy-max-len", toy_max_len, "Longest toy source sentence (words)")->capture_default_str();
   cmd.add_option("--lang", lang, "Catalog language for --gettext (the LANG in LANG/LC_MESSAGES)")->capture_default_str();
   cmd.add_flag("--strict", strict, "Stop at the first invalid line of --data instead of skipping it");
   cmd.add_flag("--lowercase", lowercase, "Lower-case all text");
   cmd.add_option("--valid-fraction", valid_fraction, "Share of pairs held out for validation")
-      ->check(CLI::Range(0.0, 0.5))
+      ->check(check::number(0.0, 0.5))
       ->capture_default_str();
-  cmd.add_option("--max-len", max_len, "Drop pairs with a side longer than this (tokens)")->capture_default_str();
+  cmd.add_option("--max-len", max_len, "Drop pairs with a side longer than this (tokens)")
+      ->check(check::integer(1, limits::kMaxLineBytes, true))->capture_default_str();
   cmd.add_option("--vocab-min-count", vocab_min_count, "Leave out words seen fewer times (they become <unk>)")
+      ->check(check::integer(1, std::numeric_limits<std::int64_t>::max()))
       ->capture_default_str();
   cmd.add_option("--vocab-max-size", vocab_max_size, "Largest vocabulary, special tokens included (0: no limit)")
+      ->check(check::integer(0, limits::kMaxVocabulary, true))
       ->capture_default_str();
 }
 
