@@ -86,7 +86,9 @@ double Trainer::data_parallel_step(BatchIterator& it, const LossOptions& loss_op
 std::vector<std::uint64_t> Trainer::gather_rank_generators() const {
   if (!distributed()) return {};
   std::vector<std::uint64_t> mine;  // in the order of own_generators
-  for (const Generator* g : std::array<const Generator*, 3>{&sampling_, &model_.dropout_generator(), &model_.encoder.dropout_generator()})
+  const std::array<const Generator*, 3> generators = {&sampling_, &model_.dropout_generator(),
+                                                      &model_.encoder.dropout_generator()};
+  for (const Generator* g : generators)
     for (std::uint64_t word : g->state()) mine.push_back(word);
   return comm_->all_gather(mine);
 }

@@ -69,8 +69,8 @@ TEST_CASE("GradientSum scales by the weight, keeps undefined gradients undefined
   CHECK(failed.loss == 0);
   CHECK_FALSE(a.grad().defined());
   Tensor c = tensor({1}, Float32).requires_grad_();
-  CHECK_THROWS_WITH_AS(GradientSum(one, {a, c}), "GradientSum: the parameters must share one dtype, got float64 and float32",
-                       Error);
+  CHECK_THROWS_WITH_AS(GradientSum(one, {a, c}),
+                       "GradientSum: the parameters must share one dtype, got float64 and float32", Error);
 }
 
 TEST_CASE("agree_on_failure throws a CollectiveError when a rank failed, and nothing otherwise") {

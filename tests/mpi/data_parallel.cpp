@@ -129,7 +129,8 @@ TEST_CASE("K data-parallel steps equal one process on the same global batches, t
     const Run parallel = train(d, o, &world());
     const Run single = train(d, o, nullptr);
     REQUIRE(parallel.losses.size() == 12);
-    for (std::size_t i = 0; i < single.losses.size(); ++i) CHECK(parallel.losses[i] == doctest::Approx(single.losses[i]).epsilon(1e-10));
+    for (std::size_t i = 0; i < single.losses.size(); ++i)
+      CHECK(parallel.losses[i] == doctest::Approx(single.losses[i]).epsilon(1e-10));
     const double worst = worst_difference(parallel, single);
     CHECK_MESSAGE(worst < 1e-10, "rank ", world().rank(), ": largest parameter difference ", worst);
     CHECK(worst_difference(single, train(d, o, nullptr, 0, 2)) > 1e-3);  // the comparison can tell models apart
