@@ -10,20 +10,26 @@ namespace attend {
 void SingleProcess::abort(int exit_code) { std::exit(exit_code); }
 
 namespace {
-// A positive count from the environment variable, or 0 when it is unset or not a count.
-int env_count(const char* name) {
+// A number in [0, 2^24) from the environment variable, or -1 when it is unset or not one.
+int env_number(const char* name) {
   const char* text = std::getenv(name);
-  if (text == nullptr) return 0;
+  if (text == nullptr) return -1;
   char* end = nullptr;
   const long n = std::strtol(text, &end, 10);
-  return end != text && *end == '\0' && n > 0 && n < (1L << 24) ? static_cast<int>(n) : 0;
+  return end != text && *end == '\0' && n >= 0 && n < (1L << 24) ? static_cast<int>(n) : -1;
 }
 }  // namespace
 
 int launched_processes() {
   for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
-    if (int n = env_count(name); n > 0) return n;
+    if (int n = env_number(name); n > 0) return n;
   return 1;
+}
+
+int launched_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK"})
+    if (int r = env_number(name); r >= 0) return r;
+  return 0;
 }
 
 std::unique_ptr<Communicator> connect_world() {

@@ -78,6 +78,7 @@ class SingleProcess final : public Communicator {
 // (OMPI_COMM_WORLD_SIZE of Open MPI's mpirun, PMI_SIZE of MPICH/Slurm); 1 when
 // there is none.
 int launched_processes();
+int launched_rank();  // OMPI_COMM_WORLD_RANK or PMI_RANK; 0 when there is none
 bool built_with_mpi();
 
 // MPI's world when the program was started by mpirun with more than one

@@ -105,6 +105,11 @@ TEST_CASE("the launcher's environment says how many processes it started") {
   ::setenv("PMI_SIZE", "1", 1);
   CHECK(connect_world()->size() == 1);
   ::unsetenv("PMI_SIZE");
+  ::unsetenv("OMPI_COMM_WORLD_RANK");
+  ::setenv("PMI_RANK", "2", 1);
+  CHECK(launched_rank() == 2);
+  ::unsetenv("PMI_RANK");
+  CHECK(launched_rank() == 0);
   if (!built_with_mpi()) {
     ::setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
     CHECK_THROWS_WITH_AS(connect_world(), doctest::Contains("this attend was built without MPI, but mpirun started 2"),

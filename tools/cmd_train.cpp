@@ -195,7 +195,13 @@ void train(Communicator& world, TrainFlags& f) {
 }
 
 void run_train(TrainFlags& f) {
-  std::unique_ptr<Communicator> world = connect_world();
+  std::unique_ptr<Communicator> world;
+  try {
+    world = connect_world();
+  } catch (const Error&) {
+    if (launched_rank() > 0) throw CLI::RuntimeError(1);  // every rank fails alike: the first one says why
+    throw;
+  }
   try {
     train(*world, f);
   } catch (const CollectiveError&) {
