@@ -100,7 +100,8 @@ class Trainer {
   double evaluate_bleu(const std::vector<EncodedPair>& data, std::int64_t limit);
 
   // The checkpoint of the current position (last.safetensors, optimizer state,
-  // trainer_state.json) into options.out_dir; resume() reads it back.
+  // trainer_state.json) into options.out_dir; resume() reads it back. Under MPI
+  // every rank calls both (they gather and share state); rank 0 reads and writes.
   void save_checkpoint() const;
   void resume();
 
