@@ -225,4 +225,9 @@ Batch BatchIterator::next() {
   return make_batch(*data_, order_[static_cast<std::size_t>(position_++)], batch_options_);
 }
 
+const std::vector<std::int64_t>& BatchIterator::next_ids() {
+  if (done()) fail("BatchIterator::next_ids: the epoch's {} batches are done", size());
+  return order_[static_cast<std::size_t>(position_++)];
+}
+
 }  // namespace attend

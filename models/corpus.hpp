@@ -120,6 +120,9 @@ class BatchIterator {
                 std::int64_t epoch, std::int64_t start_batch = 0, const BatchOptions& batch_options = {});
   bool done() const { return position_ >= size(); }
   Batch next();  // throws when done
+  // The next batch's example indices, without making the batch (data-parallel
+  // training makes each rank's share of it: models/distributed.hpp). Throws when done.
+  const std::vector<std::int64_t>& next_ids();
   std::int64_t position() const { return position_; }  // index of the next batch
   std::int64_t size() const { return static_cast<std::int64_t>(order_.size()); }
   const std::vector<std::vector<std::int64_t>>& order() const { return order_; }

@@ -70,6 +70,7 @@ double Trainer::elapsed_seconds() const { return elapsed_before_ + (now_seconds(
 
 bool Trainer::out_of_time() const {
   if (options_.max_steps > 0 && global_step_ >= options_.max_steps) return true;
+  if (distributed()) return agreed_time_up_;  // the ranks' clocks differ: decided together
   return options_.minutes > 0 && elapsed_seconds() >= options_.minutes * 60;
 }
 
@@ -84,10 +85,18 @@ double Trainer::evaluate_loss(const std::vector<EncodedPair>& data) {
   batch_options.mask_dtype = model_.dtype();
   double sum = 0;
   std::int64_t tokens = 0;
-  for (BatchIterator it(data, batching, 0, 0, 0, batch_options); !it.done();) {
+  std::int64_t index = 0;
+  const int ranks = distributed() ? comm_->size() : 1, rank = distributed() ? comm_->rank() : 0;
+  for (BatchIterator it(data, batching, 0, 0, 0, batch_options); !it.done(); ++index) {
     Batch b = it.next();
+    if (index % ranks != rank) continue;  // under MPI each rank evaluates every ranks-th batch
     sum += model_.loss(b).item() * static_cast<double>(b.target_tokens);
     tokens += b.target_tokens;
+  }
+  if (distributed()) {
+    double totals[2] = {sum, static_cast<double>(tokens)};
+    comm_->sum(std::span<double>(totals));
+    return totals[0] / totals[1];
   }
   return sum / static_cast<double>(tokens);
 }
@@ -116,7 +125,7 @@ double Trainer::evaluate_bleu(const std::vector<EncodedPair>& data, std::int64_t
 
 std::vector<EpochReport> Trainer::run() {
   session_start_ = now_seconds();
-  if (!options_.out_dir.empty()) std::filesystem::create_directories(options_.out_dir);
+  if (writes_files()) std::filesystem::create_directories(options_.out_dir);
   BatchingOptions batching;
   batching.batch_size = options_.batch;
   BatchOptions batch_options;
@@ -137,17 +146,21 @@ std::vector<EpochReport> Trainer::run() {
     BatchIterator it(train_, batching, options_.seed, epoch_, position_, batch_options);
     const std::int64_t steps_in_epoch = it.size();
     while (!it.done()) {
-      if (stop != nullptr && stop->load()) return save_and_return();
+      if (stop_requested()) return save_and_return();
       if (out_of_time()) {
         finish_epoch(epoch_loss_sum_, epoch_tokens_, epoch_steps_, false);
         reports.push_back(history_.back());
         return save_and_return();
       }
       const double t0 = now_seconds();
-      Batch batch = it.next();
-      optimizer_->zero_grad();
       double loss_value;
-      {
+      std::int64_t batch_tokens = 0;  // the global batch's, under MPI
+      if (distributed()) {
+        loss_value = data_parallel_step(it, loss_options, steps_in_epoch, batch_tokens);
+      } else {
+        Batch batch = it.next();
+        batch_tokens = batch.target_tokens;
+        optimizer_->zero_grad();
         std::unique_ptr<AnomalyGuard> anomaly;
         if (options_.detect_anomaly) anomaly = std::make_unique<AnomalyGuard>();
         Tensor loss = model_.loss(batch, loss_options, &sampling_);
@@ -163,10 +176,10 @@ std::vector<EpochReport> Trainer::run() {
       ++global_step_;
       ++epoch_steps_;
       position_ = it.position();
-      epoch_loss_sum_ += loss_value * static_cast<double>(batch.target_tokens);
-      epoch_tokens_ += batch.target_tokens;
-      curve_loss_sum_ += loss_value * static_cast<double>(batch.target_tokens);
-      curve_tokens_ += batch.target_tokens;
+      epoch_loss_sum_ += loss_value * static_cast<double>(batch_tokens);
+      epoch_tokens_ += batch_tokens;
+      curve_loss_sum_ += loss_value * static_cast<double>(batch_tokens);
+      curve_tokens_ += batch_tokens;
       if (options_.curve_every > 0 && global_step_ % options_.curve_every == 0) {
         const std::int64_t n = std::min<std::int64_t>(options_.curve_sentences, static_cast<std::int64_t>(valid_.size()));
         CurvePoint p;
@@ -185,7 +198,7 @@ std::vector<EpochReport> Trainer::run() {
         r.steps_in_epoch = steps_in_epoch;
         r.global_step = global_step_;
         r.loss = loss_value;
-        r.tokens_per_second = static_cast<double>(batch.target_tokens) / std::max(now_seconds() - t0, 1e-9);
+        r.tokens_per_second = static_cast<double>(batch_tokens) / std::max(now_seconds() - t0, 1e-9);
         r.elapsed_seconds = elapsed_seconds();
         on_step(r);
       }
@@ -210,18 +223,19 @@ void Trainer::finish_epoch(double loss_sum, std::int64_t tokens, std::int64_t st
   r.train_loss = tokens > 0 ? loss_sum / static_cast<double>(tokens) : NAN;
   r.valid_loss = evaluate_loss(valid_);
   r.valid_perplexity = std::exp(r.valid_loss);
-  r.valid_bleu = options_.bleu_sentences > 0 ? evaluate_bleu(valid_, options_.bleu_sentences) : NAN;
+  // Under MPI rank 0 alone decodes for BLEU (it alone reports it).
+  r.valid_bleu = options_.bleu_sentences > 0 && is_root() ? evaluate_bleu(valid_, options_.bleu_sentences) : NAN;
   r.elapsed_seconds = elapsed_seconds();
   const double key = std::isfinite(r.valid_loss) ? r.valid_loss : r.train_loss;
   r.best = key < best_valid_loss_;
   if (r.best) {
     best_valid_loss_ = key;
-    if (!options_.out_dir.empty())
+    if (writes_files())
       nn::save(model_, path_in(options_.out_dir, "model.safetensors"),
                {{"epoch", std::to_string(r.epoch)}, {"valid_loss", fmt::format("{:.6f}", r.valid_loss)}});
   }
   history_.push_back(r);
-  if (!options_.out_dir.empty()) append_log(r);
+  if (writes_files()) append_log(r);
   if (on_epoch) on_epoch(r);
 }
 
@@ -236,6 +250,8 @@ void Trainer::append_log(const EpochReport& r) const {
 }
 
 void Trainer::save_checkpoint() const {
+  const std::vector<std::uint64_t> rank_generators = gather_rank_generators();  // collective under MPI
+  if (!writes_files()) return;
   std::filesystem::create_directories(options_.out_dir);
   nn::save(model_, path_in(options_.out_dir, "last.safetensors"));
   nn::save(*optimizer_, path_in(options_.out_dir, "optimizer.safetensors"));
@@ -257,10 +273,26 @@ void Trainer::save_checkpoint() const {
       {"encoder_dropout_generator", generator_json(model_.encoder.dropout_generator())},
       {"history", history},
   };
+  if (!rank_generators.empty()) state["rank_generators"] = rank_generators;  // written under MPI
   write_file_atomic(path_in(options_.out_dir, "trainer_state.json"), state.dump(2) + "\n");
 }
 
 void Trainer::resume() {
+  if (!distributed()) return resume_from_files();
+  // Rank 0 reads the checkpoint (the other hosts may not have it) and sends it on.
+  std::string failure;
+  if (comm_->is_root()) {
+    try {
+      resume_from_files();
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+  }
+  agree_on_failure(*comm_, !failure.empty(), failure);
+  share_resumed_state();
+}
+
+void Trainer::resume_from_files() {
   const std::string state_path = path_in(options_.out_dir, "trainer_state.json");
   if (!std::filesystem::exists(state_path))
     fail("resume: {} has no checkpoint to resume (trainer_state.json is missing)", options_.out_dir);
@@ -279,6 +311,9 @@ void Trainer::resume() {
     set_generator(sampling_, state.at("sampling_generator"));
     set_generator(model_.dropout_generator(), state.at("dropout_generator"));
     set_generator(model_.encoder.dropout_generator(), state.at("encoder_dropout_generator"));
+    resumed_rank_generators_.clear();
+    if (state.contains("rank_generators"))  // a run under MPI: every rank's generators
+      resumed_rank_generators_ = state.at("rank_generators").get<std::vector<std::uint64_t>>();
     history_.clear();
     for (const auto& h : state.at("history")) {
       EpochReport r;

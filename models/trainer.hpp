@@ -23,6 +23,7 @@
 #include "autograd/optim.hpp"
 #include "models/corpus.hpp"
 #include "models/decoding.hpp"
+#include "models/distributed.hpp"
 #include "models/seq2seq.hpp"
 #include "models/vocabulary.hpp"
 
@@ -81,6 +82,14 @@ class Trainer {
   // Checked between steps; when set, the trainer saves a checkpoint and returns.
   const std::atomic<bool>* stop = nullptr;
 
+  // Data-parallel training (models/distributed.hpp, models/trainer_distributed.cpp):
+  // every rank constructs the same Trainer on the same data and calls this before
+  // run() or resume(). Rank 0's parameters go to every rank; each rank gets its
+  // own dropout and sampling generators; each step sums the gradients of the
+  // ranks' shards of the global batch; rank 0 alone writes files (run(),
+  // save_checkpoint() and resume() stay collective: every rank calls them).
+  void distribute(Communicator& comm);
+
   // Trains until the epochs, minutes or steps run out or stop is set. Throws
   // attend::Error when the loss stops being finite, naming the step.
   std::vector<EpochReport> run();
@@ -91,7 +100,8 @@ class Trainer {
   double evaluate_bleu(const std::vector<EncodedPair>& data, std::int64_t limit);
 
   // The checkpoint of the current position (last.safetensors, optimizer state,
-  // trainer_state.json) into options.out_dir; resume() reads it back.
+  // trainer_state.json) into options.out_dir; resume() reads it back. Under MPI
+  // every rank calls both (they gather and share state); rank 0 reads and writes.
   void save_checkpoint() const;
   void resume();
 
@@ -106,6 +116,24 @@ class Trainer {
   double elapsed_seconds() const;  // training seconds over all sessions, this one included
   void finish_epoch(double loss_sum, std::int64_t tokens, std::int64_t steps, bool complete);
   void append_log(const EpochReport& r) const;
+  void resume_from_files();
+
+  // Data parallelism (trainer_distributed.cpp); comm_ is null in one process.
+  bool distributed() const { return comm_ != nullptr && comm_->size() > 1; }
+  bool is_root() const { return comm_ == nullptr || comm_->is_root(); }
+  bool writes_files() const { return !options_.out_dir.empty() && is_root(); }
+  bool stop_requested() const;
+  // Forward and backward of this rank's shard of the next global batch, and the
+  // sum of the gradients; returns the global batch's loss and target tokens.
+  double data_parallel_step(BatchIterator& it, const LossOptions& loss_options, std::int64_t steps_in_epoch,
+                            std::int64_t& global_tokens);
+  std::vector<std::uint64_t> gather_rank_generators() const;  // 12 per rank; empty in one process
+  void share_resumed_state();
+
+  Communicator* comm_ = nullptr;
+  std::unique_ptr<GradientSum> gradient_sum_;
+  bool agreed_stop_ = false, agreed_time_up_ = false;  // from the last gradient sum
+  std::vector<std::uint64_t> resumed_rank_generators_;
 
   Seq2Seq& model_;
   const Vocabulary& target_vocab_;

@@ -1,6 +1,7 @@
 // attend train: trains a Seq2Seq model on parallel text, the toy language or
 // gettext catalogs, with validation each epoch, atomic checkpoints, Ctrl-C that
-// saves and exits, and --resume.
+// saves and exits, and --resume. Under `mpirun -np N` it trains data-parallel
+// (models/distributed.hpp): rank 0 prints and writes, every rank computes.
 #include <atomic>
 #include <csignal>
 #include <filesystem>
@@ -11,6 +12,7 @@
 
 #include "core/blas.hpp"
 #include "core/limits.hpp"
+#include "models/distributed.hpp"
 #include "models/model_dir.hpp"
 #include "models/trainer.hpp"
 #include "tools/checks.hpp"
@@ -47,19 +49,59 @@ std::string number_of(double tokens_per_second) {
   return tokens_per_second >= 1000 ? fmt::format("{:.1f}k", tokens_per_second / 1000) : fmt::format("{:.0f}", tokens_per_second);
 }
 
-void run_train(TrainFlags& f) {
+// A hash of the data every rank trained on: under MPI every host must have the same.
+std::uint64_t fingerprint(const Dataset& data) {
+  std::uint64_t h = 1469598103934665603ULL;  // FNV-1a over the ids and the sizes
+  auto mix = [&](std::uint64_t v) { h = (h ^ v) * 1099511628211ULL; };
+  for (const auto* part : {&data.train, &data.valid}) {
+    mix(part->size());
+    for (const EncodedPair& pair : *part) {
+      mix(pair.source.size());
+      for (std::int64_t id : pair.source) mix(static_cast<std::uint64_t>(id));
+      mix(pair.target.size());
+      for (std::int64_t id : pair.target) mix(static_cast<std::uint64_t>(id));
+    }
+  }
+  mix(static_cast<std::uint64_t>(data.source_vocab.size()));
+  mix(static_cast<std::uint64_t>(data.target_vocab.size()));
+  return h;
+}
+
+// The saved run's configuration, read by rank 0 (the other hosts may not have
+// the directory) and sent to every rank.
+Seq2SeqConfig resumed_config(Communicator& world, const TrainFlags& f, const Dataset& data) {
+  std::string config_json, failure;
+  if (world.is_root()) {
+    try {
+      LoadedModel saved = load_model_dir(f.out, "last.safetensors");
+      if (saved.source_vocab.tokens() != data.source_vocab.tokens() ||
+          saved.target_vocab.tokens() != data.target_vocab.tokens())
+        fail("--resume: the data gives other vocabularies than the run in {} was trained with; pass the same data flags",
+             f.out);
+      config_json = saved.config.to_json().dump();
+    } catch (const Error& e) {
+      if (world.size() == 1) throw;
+      failure = e.what();
+    }
+  }
+  if (world.size() > 1) {
+    agree_on_failure(world, !failure.empty(), failure);
+    broadcast_string(world, config_json);
+  }
+  return Seq2SeqConfig::from_json(nlohmann::json::parse(config_json));
+}
+
+void train(Communicator& world, TrainFlags& f) {
+  const bool root = world.is_root();  // prints, writes the model directory
   blas::set_num_threads(f.threads);
   f.data.seed = f.train.seed;
   f.train.out_dir = f.out;
   Dataset data = f.data.load();
+  if (world.size() > 1)
+    check_same_on_every_rank(world, fingerprint(data), "training data (every host needs the same files and flags)");
   Seq2SeqConfig config;
-  nlohmann::json previous;
   if (f.resume) {
-    LoadedModel saved = load_model_dir(f.out, "last.safetensors");
-    if (saved.source_vocab.tokens() != data.source_vocab.tokens() || saved.target_vocab.tokens() != data.target_vocab.tokens())
-      fail("--resume: the data gives other vocabularies than the run in {} was trained with; pass the same data flags", f.out);
-    config = saved.config;
-    previous = saved.info;
+    config = resumed_config(world, f, data);
   } else {
     config.source_vocab = data.source_vocab.size();
     config.target_vocab = data.target_vocab.size();
@@ -73,13 +115,18 @@ void run_train(TrainFlags& f) {
   }
   Generator init(f.train.seed);
   Seq2Seq model(config, init);
-  fmt::print("data: {}: {} training and {} validation pairs ({} dropped by length); vocabularies {} and {}\n",
-             f.data.describe(), data.train.size(), data.valid.size(), data.dropped_by_length, data.source_vocab.size(),
-             data.target_vocab.size());
-  fmt::print("model: attention {}, embed {}, hidden {}, layers {}{}, dropout {}; {} parameters; {} threads\n",
-             attention_name(config.attention), config.embed, config.hidden, config.layers,
-             config.bidirectional ? " (bidirectional)" : "", config.dropout, model.num_parameters(), f.threads);
-  if (!f.resume) {
+  if (root) {
+    fmt::print("data: {}: {} training and {} validation pairs ({} dropped by length); vocabularies {} and {}\n",
+               f.data.describe(), data.train.size(), data.valid.size(), data.dropped_by_length, data.source_vocab.size(),
+               data.target_vocab.size());
+    fmt::print("model: attention {}, embed {}, hidden {}, layers {}{}, dropout {}; {} parameters; {} threads\n",
+               attention_name(config.attention), config.embed, config.hidden, config.layers,
+               config.bidirectional ? " (bidirectional)" : "", config.dropout, model.num_parameters(), f.threads);
+    if (world.size() > 1)
+      fmt::print("data-parallel: {} processes, batch {} split among them (rank 0 writes {})\n", world.size(),
+                 f.train.batch, f.out);
+  }
+  if (!f.resume && root) {
     nlohmann::json extra = {{"training",
                              {{"data", f.data.describe()}, {"optimizer", f.train.optimizer}, {"lr", f.train.lr},
                               {"batch", f.train.batch}, {"clip", f.train.clip}, {"seed", f.train.seed},
@@ -89,9 +136,10 @@ void run_train(TrainFlags& f) {
     save_model_description(f.out, config, data.source_vocab, data.target_vocab, tokenizer, extra);
   }
   Trainer trainer(model, data.target_vocab, data.train, data.valid, f.train);
+  trainer.distribute(world);
   if (f.resume) {
     trainer.resume();
-    fmt::print("resuming {} at epoch {}, step {}\n", f.out, trainer.epoch() + 1, trainer.global_step());
+    if (root) fmt::print("resuming {} at epoch {}, step {}\n", f.out, trainer.epoch() + 1, trainer.global_step());
   }
   const bool terminal = is_terminal(stdout);
   std::unique_ptr<ProgressBar> bar;
@@ -111,6 +159,10 @@ void run_train(TrainFlags& f) {
     else fmt::print("epoch {}: {}\n", r.epoch, line);
     bar.reset();
   };
+  if (!root) {  // rank 0 alone shows progress
+    trainer.on_step = nullptr;
+    trainer.on_epoch = nullptr;
+  }
   interrupted = false;
   trainer.stop = &interrupted;
   auto previous_handler = std::signal(SIGINT, on_interrupt);
@@ -122,7 +174,17 @@ void run_train(TrainFlags& f) {
     throw;
   }
   std::signal(SIGINT, previous_handler);
-  if (interrupted) {
+  bool stopped = interrupted;
+  if (world.size() > 1) {  // the signal may have reached one rank only; they all stopped
+    double any = stopped ? 1 : 0;
+    world.sum(std::span<double>(&any, 1));
+    stopped = any > 0;
+  }
+  if (!root) {
+    if (stopped) throw CLI::RuntimeError(130);
+    return;
+  }
+  if (stopped) {
     fmt::print("\ninterrupted: checkpoint saved in {}; continue with the same command and --resume\n", f.out);
     throw CLI::RuntimeError(130);
   }
@@ -133,6 +195,30 @@ void run_train(TrainFlags& f) {
   if (best != h.end())
     fmt::print("best: epoch {} (valid loss {:.4f}, BLEU {:.2f}); model in {}/model.safetensors, log in {}/train_log.csv\n",
                best->epoch, best->valid_loss, best->valid_bleu, f.out, f.out);
+}
+
+void run_train(TrainFlags& f) {
+  std::unique_ptr<Communicator> world;
+  try {
+    world = connect_world();
+  } catch (const Error&) {
+    if (launched_rank() > 0) throw CLI::RuntimeError(1);  // every rank fails alike: the first one says why
+    throw;
+  }
+  try {
+    train(*world, f);
+  } catch (const CollectiveError&) {
+    if (world->is_root()) throw;  // every rank has it: rank 0 reports it, the others exit quietly
+    throw CLI::RuntimeError(1);
+  } catch (const CLI::Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    if (world->size() == 1) throw;
+    // Only this rank knows of it, and the others may be waiting for it in a
+    // collective call: say what happened and end the whole job.
+    std::fprintf(stderr, "attend: error: rank %d of %d: %s\n", world->rank(), world->size(), e.what());
+    world->abort(1);
+  }
 }
 
 }  // namespace

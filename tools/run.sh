@@ -14,7 +14,8 @@ set -euo pipefail
 DEMO=(build/release/tools/attend experiment --out experiment)
 
 # Everything the build and the tests need, as Debian 12 packages.
-PACKAGES=(cmake g++ make libopenblas-dev doctest-dev libfmt-dev libcli11-dev nlohmann-json3-dev)
+PACKAGES=(cmake g++ make libopenblas-dev doctest-dev libfmt-dev libcli11-dev nlohmann-json3-dev
+  libopenmpi-dev openmpi-bin)  # Open MPI: data-parallel training and its tests under mpirun
 
 # The sanitizer run stops at the first error, with a stack trace. Leak checking
 # works here; set ASAN_OPTIONS=detect_leaks=0 where it cannot (under ptrace).

@@ -1,0 +1,293 @@
+// Data-parallel training under MPI (models/distributed.hpp, models/trainer_distributed.cpp).
+// CTest runs this program under `mpirun -np 2` and `-np 3` (tests/CMakeLists.txt);
+// every rank runs every test case, and each case makes the same collective calls
+// on every rank. Each rank also trains the one-process reference itself (it is
+// deterministic), so every rank checks its own parameters against it.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+
+#include <unistd.h>
+
+#include "models/distributed.hpp"
+#include "models/toy_language.hpp"
+#include "models/trainer.hpp"
+
+using namespace attend;
+namespace fs = std::filesystem;
+
+namespace {
+
+Communicator& world() {
+  static std::unique_ptr<Communicator> w = connect_world();
+  return *w;
+}
+
+struct ToyData {
+  Vocabulary source, target;
+  std::vector<EncodedPair> train, valid;
+};
+
+// n toy sentences, every fifth held out: 37 training pairs for n = 46, so that
+// batches of 8 end with a batch of 5, which splits unevenly over 2 or 3 ranks.
+ToyData toy_data(std::int64_t n) {
+  ToyCorpusOptions o;
+  o.n = n;
+  o.min_len = 3;
+  o.max_len = 8;
+  o.seed = 2;
+  std::vector<ToySentence> sentences = toy_corpus(o);
+  TokenCounts src, tgt;
+  for (const auto& s : sentences) {
+    count_tokens(src, s.source);
+    count_tokens(tgt, s.target);
+  }
+  ToyData d{Vocabulary::build(src), Vocabulary::build(tgt), {}, {}};
+  for (std::size_t i = 0; i < sentences.size(); ++i)
+    (i % 5 == 4 ? d.valid : d.train).push_back({d.source.encode(sentences[i].source), d.target.encode(sentences[i].target)});
+  return d;
+}
+
+Seq2SeqConfig small_config(const ToyData& d, double dropout) {
+  Seq2SeqConfig c;
+  c.source_vocab = d.source.size();
+  c.target_vocab = d.target.size();
+  c.embed = 6;
+  c.hidden = 8;
+  c.layers = 2;
+  c.dropout = dropout;
+  return c;
+}
+
+TrainOptions options(std::int64_t batch, std::int64_t max_steps) {
+  TrainOptions o;
+  o.batch = batch;
+  o.epochs = 100;
+  o.max_steps = max_steps;
+  o.lr = 0.01;
+  o.clip = 0.5;  // small enough to clip: the norm must be the global one
+  o.bleu_sentences = 0;
+  return o;
+}
+
+// Trains in float64 and returns the parameters and each step's loss. With comm,
+// data-parallel; without, one process.
+struct Run {
+  std::map<std::string, Tensor> params;
+  std::vector<double> losses;
+  std::vector<EpochReport> reports;
+};
+Run train(const ToyData& d, const TrainOptions& o, Communicator* comm, double dropout = 0, std::uint64_t init_seed = 1) {
+  Generator init(init_seed);
+  auto model = std::make_shared<Seq2Seq>(small_config(d, dropout), init, Float64);
+  Trainer t(*model, d.target, d.train, d.valid, o);
+  if (comm != nullptr) t.distribute(*comm);
+  Run run;
+  t.on_step = [&](const StepReport& r) { run.losses.push_back(r.loss); };
+  run.reports = t.run();
+  run.params = model->state_dict();
+  for (auto& [name, p] : run.params) p = p.clone();
+  return run;
+}
+
+double worst_difference(const Run& a, const Run& b) {
+  double worst = 0;
+  for (const auto& [name, p] : a.params) worst = std::max(worst, max_abs_diff(p, b.params.at(name)));
+  return worst;
+}
+
+// A hash of the parameters' bytes: every rank must hold the very same model.
+std::uint64_t fingerprint(const Run& run) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (const auto& [name, p] : run.params) {
+    const auto* bytes = static_cast<const unsigned char*>(p.raw_data());
+    for (std::size_t i = 0; i < static_cast<std::size_t>(p.numel()) * dtype_size(p.dtype()); ++i)
+      h = (h ^ bytes[i]) * 1099511628211ULL;
+  }
+  return h;
+}
+
+// One directory for all ranks: rank 0's name.
+std::string shared_temp_dir(const char* name) {
+  std::string dir = (fs::temp_directory_path() / fmt::format("attend-mpi-{}-{}", name, ::getpid())).string();
+  broadcast_string(world(), dir);
+  if (world().is_root()) fs::remove_all(dir);
+  return dir;
+}
+
+}  // namespace
+
+TEST_CASE("K data-parallel steps equal one process on the same global batches, to 1e-10 in float64") {
+  REQUIRE(world().size() > 1);
+  const ToyData d = toy_data(46);
+  REQUIRE(d.train.size() == 37);
+  // Batches of 8 (the epoch ends with 5, uneven over 2 and 3 ranks); batches of 2,
+  // where with 3 ranks one rank has nothing and must still join every sum.
+  for (std::int64_t batch : {8, 2}) {
+    CAPTURE(batch);
+    const TrainOptions o = options(batch, 12);
+    const Run parallel = train(d, o, &world());
+    const Run single = train(d, o, nullptr);
+    REQUIRE(parallel.losses.size() == 12);
+    for (std::size_t i = 0; i < single.losses.size(); ++i)
+      CHECK(parallel.losses[i] == doctest::Approx(single.losses[i]).epsilon(1e-10));
+    const double worst = worst_difference(parallel, single);
+    CHECK_MESSAGE(worst < 1e-10, "rank ", world().rank(), ": largest parameter difference ", worst);
+    CHECK(worst_difference(single, train(d, o, nullptr, 0, 2)) > 1e-3);  // the comparison can tell models apart
+    // Every rank took the same steps: bit for bit the same parameters.
+    const std::uint64_t mine = fingerprint(parallel);
+    for (std::uint64_t other : world().all_gather(std::span(&mine, 1))) CHECK(other == mine);
+    // The validation loss, split over the ranks and summed, is the one-process one.
+    REQUIRE(!parallel.reports.empty());
+    CHECK(parallel.reports.back().valid_loss == doctest::Approx(single.reports.back().valid_loss).epsilon(1e-10));
+  }
+}
+
+TEST_CASE("dropout masks differ from rank to rank and are the same in every run") {
+  const ToyData d = toy_data(46);
+  auto generator_of_rank = [&] {
+    Generator init(1);
+    Seq2Seq model(small_config(d, 0.3), init, Float64);
+    Trainer t(model, d.target, d.train, d.valid, options(8, 1));
+    t.distribute(world());
+    return model.dropout_generator().next_u64();
+  };
+  const std::uint64_t first = generator_of_rank(), again = generator_of_rank();
+  CHECK(first == again);
+  const std::vector<std::uint64_t> all = world().all_gather(std::span(&first, 1));
+  for (std::size_t r = 1; r < all.size(); ++r) CHECK(all[r] != all[0]);
+}
+
+TEST_CASE("a resumed data-parallel run continues exactly as an uninterrupted one") {
+  const ToyData d = toy_data(46);
+  TrainOptions o = options(8, 14);
+  o.teacher_forcing = 0.7;  // per-rank sampling generators, as well as dropout's
+  const Run straight = train(d, o, &world(), 0.2);
+  REQUIRE(straight.losses.size() == 14);
+
+  const std::string dir = shared_temp_dir("resume");
+  Run resumed;
+  {
+    TrainOptions first = o;
+    first.out_dir = dir;
+    first.max_steps = 6;  // the middle of the second epoch (5 batches each)
+    resumed = train(d, first, &world(), 0.2);
+    if (world().is_root()) CHECK(fs::exists(fs::path(dir) / "trainer_state.json"));
+  }
+  {
+    Generator init(99);  // other weights everywhere: the resume must replace them all
+    Seq2Seq model(small_config(d, 0.2), init, Float64);
+    TrainOptions second = o;
+    second.out_dir = dir;
+    Trainer t(model, d.target, d.train, d.valid, second);
+    t.distribute(world());
+    t.resume();
+    CHECK(t.global_step() == 6);
+    t.on_step = [&](const StepReport& r) { resumed.losses.push_back(r.loss); };
+    t.run();
+    resumed.params = model.state_dict();
+  }
+  REQUIRE(resumed.losses.size() == straight.losses.size());
+  for (std::size_t i = 0; i < straight.losses.size(); ++i) {
+    CAPTURE(i);
+    CHECK(resumed.losses[i] == straight.losses[i]);  // bit for bit
+  }
+  for (const auto& [name, p] : straight.params) CHECK_MESSAGE(equal(p, resumed.params.at(name)), name);
+  if (world().is_root()) fs::remove_all(dir);
+}
+
+TEST_CASE("a checkpoint written under MPI resumes in one process, and one of one process under MPI") {
+  const ToyData d = toy_data(46);
+  const TrainOptions o = options(8, 11);
+  const Run straight = train(d, o, nullptr);
+  auto resume_and_finish = [&](const std::string& dir, Communicator* comm) {
+    Generator init(99);
+    Seq2Seq model(small_config(d, 0), init, Float64);
+    TrainOptions second = o;
+    second.out_dir = dir;
+    Trainer t(model, d.target, d.train, d.valid, second);
+    if (comm != nullptr) t.distribute(*comm);
+    t.resume();
+    CHECK(t.global_step() == 4);
+    t.run();
+    Run run;
+    run.params = model.state_dict();
+    return run;
+  };
+  TrainOptions first = o;
+  first.max_steps = 4;
+  SUBCASE("MPI, then one process (rank 0, which has the files)") {
+    first.out_dir = shared_temp_dir("to-single");
+    train(d, first, &world());
+    if (world().is_root()) {
+      const double worst = worst_difference(resume_and_finish(first.out_dir, nullptr), straight);
+      CHECK_MESSAGE(worst < 1e-10, "largest parameter difference ", worst);
+      fs::remove_all(first.out_dir);
+    }
+  }
+  SUBCASE("one process (rank 0), then MPI") {
+    first.out_dir = shared_temp_dir("from-single");
+    if (world().is_root()) train(d, first, nullptr);
+    const double worst = worst_difference(resume_and_finish(first.out_dir, &world()), straight);
+    CHECK_MESSAGE(worst < 1e-10, "rank ", world().rank(), ": largest parameter difference ", worst);
+    if (world().is_root()) fs::remove_all(first.out_dir);
+  }
+}
+
+TEST_CASE("a failure on one rank stops every rank with the same message") {
+  const ToyData d = toy_data(46);
+  const int last = world().size() - 1;
+  SUBCASE("an exception on the last rank (anomaly mode there, a NaN bias there)") {
+    Generator init(1);
+    Seq2Seq model(small_config(d, 0), init, Float64);
+    TrainOptions o = options(8, 3);
+    o.detect_anomaly = world().rank() == last;
+    Trainer t(model, d.target, d.train, d.valid, o);
+    t.distribute(world());
+    if (world().rank() == last) model.project.bias.fill_(NAN);
+    const std::string expected = fmt::format("rank {} of {}: anomaly: the forward of 'linear_cross_entropy'", last,
+                                             world().size());
+    CHECK_THROWS_WITH_AS(t.run(), doctest::Contains(expected.c_str()), CollectiveError);
+  }
+  SUBCASE("a NaN loss on one rank: the global loss is NaN, and every rank names the step") {
+    Generator init(1);
+    Seq2Seq model(small_config(d, 0), init, Float64);
+    Trainer t(model, d.target, d.train, d.valid, options(8, 3));
+    t.distribute(world());
+    if (world().rank() == last) model.project.bias.fill_(NAN);
+    CHECK_THROWS_WITH_AS(t.run(),
+                         "training stopped: the loss is nan at step 1 (epoch 1, batch 1 of 5); rerun with "
+                         "--detect-anomaly to find the first op that made a non-finite value",
+                         CollectiveError);
+  }
+  SUBCASE("a resume that rank 0 cannot read") {
+    Generator init(1);
+    Seq2Seq model(small_config(d, 0), init, Float64);
+    TrainOptions o = options(8, 3);
+    o.out_dir = shared_temp_dir("missing");
+    Trainer t(model, d.target, d.train, d.valid, o);
+    t.distribute(world());
+    CHECK_THROWS_WITH_AS(t.resume(), doctest::Contains("rank 0 of"), CollectiveError);
+  }
+}
+
+TEST_CASE("a stop request on one rank stops every rank after the same step, with a checkpoint") {
+  const ToyData d = toy_data(46);
+  Generator init(1);
+  Seq2Seq model(small_config(d, 0), init, Float64);
+  TrainOptions o = options(8, 0);
+  o.out_dir = shared_temp_dir("stop");
+  std::atomic<bool> stop{false};
+  Trainer t(model, d.target, d.train, d.valid, o);
+  t.distribute(world());
+  t.stop = &stop;
+  t.on_step = [&](const StepReport& r) {
+    if (r.global_step == 2 && world().rank() == world().size() - 1) stop = true;
+  };
+  t.run();
+  CHECK(t.global_step() == 3);  // the request rides on step 3's sum; all stop before step 4
+  if (world().is_root()) {
+    CHECK(fs::exists(fs::path(o.out_dir) / "trainer_state.json"));
+    fs::remove_all(o.out_dir);
+  }
+}
