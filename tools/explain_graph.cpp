@@ -111,9 +111,9 @@ std::string step_graph_svg(const Setup& st) {
   const GraphPanel composed = draw(st, true), fused = draw(st, false);
   st.model->zero_grad();
   return graph_svg({composed, fused},
-                   fmt::format("One decoder step with {} attention (attend explain --seed …): value and grad of every "
-                               "small tensor; arrows point from an input to the op that uses it, up to the loss L",
-                               st.kind_name));
+                   fmt::format("One decoder step with {} attention{} (attend explain --seed {}): value and grad of "
+                               "every small tensor; arrows point from an input to the op that uses it, up to the loss L",
+                               st.kind_name, st.padded ? ", the 4th source position padding" : "", st.seed));
 }
 
 }  // namespace attend::tools::explain_detail

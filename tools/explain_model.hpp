@@ -35,6 +35,7 @@ struct Setup {
   std::unique_ptr<Seq2Seq> model;
   Kind kind = Kind::Additive;
   std::string kind_name;
+  std::uint64_t seed = 1;
   std::int64_t S = 3;  // source positions, the last one padding when padded
   bool padded = false;
   Tensor H;     // (1, S, H) encoder states h_1..h_S
@@ -98,6 +99,7 @@ struct Setup {
 inline Setup make_setup(const ExplainOptions& options) {
   Setup st;
   st.kind_name = options.attention;
+  st.seed = options.seed;
   st.kind = options.attention == "additive" ? Kind::Additive : options.attention == "dot" ? Kind::Dot : Kind::General;
   st.padded = options.padded;
   st.S = options.padded ? 4 : 3;
