@@ -203,13 +203,13 @@ void check_explain(const ExplainOptions& options, int expected_rows) {
     CHECK(close(dc[i], want, scale));
   }
   for (int j = 0; j < S; ++j) {  // ∂L/∂α_j = ∂L/∂c · h_j, h_j from the printed table of states
-    const auto states = lines_of(r.text);
+    const char* const words[4] = {"the", "cat", "sleeps", "<pad>"};
     std::vector<double> h;
-    for (const std::string& line : states) {
+    for (const std::string& line : lines_of(r.text)) {
       std::istringstream in(line);
       int index = 0;
       std::string word;
-      if (in >> index >> word && index == j + 1 && word == std::string(j == 3 ? "<pad>" : j == 0 ? "the" : j == 1 ? "cat" : "sleeps")) {
+      if (in >> index >> word && index == j + 1 && word == words[j]) {
         for (double x; in >> x;) h.push_back(x);
         if (h.size() == 4) break;
         h.clear();
@@ -230,11 +230,14 @@ void check_explain(const ExplainOptions& options, int expected_rows) {
   }
   CHECK(numbers == rows.size());
   const auto dz = json["gradients"]["z"]["analytic"].get<std::vector<double>>();
-  for (int k = 0; k < 7; ++k) CHECK(close(dz[k], find_row(rows, "∂L/∂z_" + std::to_string(k)).analytic, std::abs(dz[k])));
+  for (int k = 0; k < 7; ++k)
+    CHECK(close(dz[k], find_row(rows, "∂L/∂z_" + std::to_string(k)).analytic, std::abs(dz[k])));
   const auto W_c = json["values"]["W_c"]["data"].get<std::vector<double>>();
   REQUIRE(W_c.size() == 32);
-  for (int m = 0; m < 4; ++m)
-    for (int i = 0; i < 8; ++i) CHECK(close(W_c[m * 8 + i], printed(r.text, fmt::format("W_c[{},·]", m + 1))[i], std::abs(W_c[m * 8 + i])));
+  for (int m = 0; m < 4; ++m) {
+    const std::vector<double> row = printed(r.text, fmt::format("W_c[{},·]", m + 1));
+    for (int i = 0; i < 8; ++i) CHECK(close(W_c[m * 8 + i], row[i], std::abs(row[i])));
+  }
   CHECK(json["values"]["H"]["shape"] == std::vector<int>{S, 4});
   CHECK(json["loss"].get<double>() > 0);
 

@@ -1,5 +1,6 @@
 // The worked example of docs/backprop-through-attention.md (section 8) is what
-// `attend explain --seed 1` prints. Builds differ in the last bits (-O3 or -Og,
+// `attend explain --seed 1` prints, and docs/figures/step_graph.svg (in the
+// README) is what `attend explain --seed 1 --graph` draws. Builds differ in the last bits (-O3 or -Og,
 // FMA contraction or not), which moves the |Δ| column and a finite difference's
 // last digit; so words are compared exactly and numbers to a tolerance that
 // those differences stay far inside, and that any real change (a new number, a
@@ -48,7 +49,9 @@ bool as_number(const std::string& word, double& x) {
 // One unit in the last printed digit of a number: "+1.96032717e-01" -> 1e-9.
 double last_digit(const std::string& word) {
   const std::size_t dot = word.find('.'), e = word.find_first_of("eE");
-  if (dot == std::string::npos || e == std::string::npos || e < dot) return 0;  // an integer, or fixed point: exact
+  if (dot == std::string::npos) return 0;  // an integer: exact
+  if (e == std::string::npos) return std::pow(10.0, -static_cast<int>(word.size() - dot - 1));  // "+0.1235" -> 1e-4
+  if (e < dot) return 0;
   return std::pow(10.0, std::stoi(word.substr(e + 1)) - static_cast<int>(e - dot - 1));
 }
 
@@ -89,11 +92,23 @@ TEST_CASE("docs/backprop-through-attention.md's worked example is what attend ex
   }
 }
 
+TEST_CASE("docs/figures/step_graph.svg is what attend explain --seed 1 --graph draws") {
+  const std::string figure = attend::read_file(ATTEND_TEST_DATA "/../../docs/figures/step_graph.svg");
+  const std::vector<std::string> expected = lines_of(figure);
+  const std::vector<std::string> actual = lines_of(attend::tools::explain_attention({"additive", 1, false}).graph);
+  CHECK(expected.size() == actual.size());
+  for (std::size_t i = 0; i < std::min(expected.size(), actual.size()); ++i) {
+    CAPTURE(i);
+    check_same_line(expected[i], actual[i]);
+  }
+}
+
 TEST_CASE("the comparison catches a drifted digit and lets rounding noise pass") {
   // The test above must be able to fail: two units in the last digit of a value are a drift.
   CHECK(last_digit("+1.96032717e-01") == doctest::Approx(1e-9));
   CHECK(last_digit("7.1e-12") == doctest::Approx(1e-13));
   CHECK(last_digit("79") == 0);
+  CHECK(last_digit("+0.1235") == doctest::Approx(1e-4));
   CHECK(within("+1.96032717e-01", 1.96032717e-01, "+1.96032718e-01", 1.96032718e-01));
   CHECK_FALSE(within("+1.96032717e-01", 1.96032717e-01, "+1.96032719e-01", 1.96032719e-01));
   CHECK_FALSE(within("-8.84993924e-01", -8.84993924e-01, "+8.84993924e-01", 8.84993924e-01));
