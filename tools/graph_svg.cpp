@@ -25,7 +25,7 @@ std::vector<std::string> number_lines(const char* what, const std::vector<double
   std::vector<std::string> out;
   for (std::size_t i = 0; i < v.size(); i += 4) {
     std::string line = i == 0 ? fmt::format("{:<6}", what) : std::string(6, ' ');
-    for (std::size_t k = i; k < std::min(v.size(), i + 4); ++k) line += fmt::format(" {:+.4f}", v[k]);
+    for (std::size_t k = i; k < std::min(v.size(), i + 4); ++k) line += fmt::format(" {:+.3e}", v[k] == 0 ? 0.0 : v[k]);
     out.push_back(line);
   }
   return out;

@@ -27,7 +27,7 @@ struct GraphPanel {
 std::string graph_svg(const std::vector<GraphPanel>& panels, const std::string& caption = "");
 
 // What a box says, line by line (the first line is its title); for tests and
-// for the SVG. Numbers as {:+.4f}.
+// for the SVG. Numbers to 4 significant digits ({:+.3e}), 4 to a line.
 std::vector<std::string> graph_node_lines(const GraphPanel& panel, std::size_t node);
 
 }  // namespace attend::tools
