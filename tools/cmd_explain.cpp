@@ -59,7 +59,8 @@ void add_explain_command(CLI::App& app) {
                         ->check(CLI::IsMember({"additive", "dot", "general"}))
                         ->capture_default_str();
   auto* padded = cmd->add_flag("--padded", options->padded,
-                               "Add a 4th source position that is padding: its weight and gradients are exactly 0");
+                               "Add a 4th source position that is padding: its weight, and the gradients reaching "
+                               "its score and its state, are exactly 0");
   cmd->add_option("--seed", options->seed,
                   "Seed that draws the model's parameters and then the inputs: the encoder states h_j and the "
                   "decoder state s (with --lstm: x_t, h_0, c_0 and the loss weights r_t)")
@@ -69,12 +70,15 @@ void add_explain_command(CLI::App& app) {
       ->excludes(attention)
       ->excludes(padded);
   cmd->add_option("--json", files->json, "Write every number (values and gradients, analytic and numeric) as JSON "
-                                         "to FILE; tests/reference/torch_explain.py recomputes them with PyTorch");
+                                         "to FILE; tests/reference/torch_explain.py recomputes them with PyTorch")
+      ->type_name("FILE");
   auto* graph = cmd->add_option("--graph", files->graph,
                                 "Draw the step's graph as SVG to FILE (attend draws it, no Graphviz): the composed and "
-                                "the fused step side by side, value and gradient in every small box");
+                                "the fused step side by side, value and gradient in every small box")
+                    ->type_name("FILE");
   auto* dot = cmd->add_option("--dot", files->dot, "Write the step's computation graph as Graphviz DOT to FILE (and "
-                                                   "FILE's .svg when dot is installed)");
+                                                   "FILE's .svg when dot is installed)")
+                  ->type_name("FILE");
   graph->excludes("--lstm");
   dot->excludes("--lstm");
   cmd->callback([options, files, lstm] {

@@ -101,7 +101,7 @@ void print_forward(Report& r, const Setup& st, const Pass& fused, const Pass& co
   r.line("from (−1, 1) after the parameters, with the same seed (in training they come from the encoder LSTM");
   r.line("and the decoder LSTMCell). Positions j and components i, a, m count from 1; k is a token id.");
   if (st.padded)
-    r.line("Position 4 is padding (mask 0): a batch pads its shorter sources so; its state is drawn like the others.");
+    r.line("Position 4 is padding (mask 0), as where a batch pads a shorter source; its state is drawn like the others.");
   r.line("Every number is printed the same way, to 9 significant digits; --json FILE writes them all.");
   r.line("");
   r.line("Forward");
