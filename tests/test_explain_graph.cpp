@@ -103,6 +103,18 @@ TEST_CASE("recorded_graph folds taps into the node they watch, names leaves, lis
   CHECK(to_dot(y).find("leaf\\n[3, 2]") != std::string::npos);  // no name given
 }
 
+TEST_CASE("recorded_graph after backward: the released nodes keep their names and shapes, lose their inputs") {
+  Tensor w = ones({2}, Float64).requires_grad_();
+  Tensor y = sum(tanh(tap(w, [](const Tensor&) {})));
+  y.backward();
+  const std::vector<GraphNode> g = recorded_graph(y);
+  REQUIRE(!g.empty());
+  CHECK(g.back().op == "sum");
+  CHECK(to_dot(y).find("sum") != std::string::npos);
+  CHECK(testing::check_xml(tools::graph_svg({{"after backward", g, {}}})).ok);
+  CHECK(recorded_graph(w).size() == 1);  // a leaf alone
+}
+
 TEST_CASE("graph_svg refuses gradients that do not match the nodes") {
   Tensor w = ones({2}, Float64).requires_grad_();
   tools::GraphPanel p{"p", recorded_graph(sum(w)), {{1.0}}};
