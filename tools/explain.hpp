@@ -42,7 +42,8 @@ struct ExplainResult {
 // Throws attend::Error for an attention other than additive, dot or general.
 ExplainResult explain_attention(const ExplainOptions& options);
 
-// An LSTMCell (input 2, hidden 3) over 3 time steps, L = Σ_t r_t · h_t.
+// An LSTMCell (input 2, hidden 3) over 3 time steps, L = Σ_t r_t · h_t. Its
+// result has no dot or graph (they are empty).
 ExplainResult explain_lstm(const ExplainOptions& options);
 
 }  // namespace attend::tools
