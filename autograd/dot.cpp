@@ -46,10 +46,13 @@ std::vector<GraphNode> recorded_graph(const Tensor& root, const TensorNames& nam
     r.key = r.impl->grad_fn ? static_cast<const void*>(r.impl->grad_fn.get()) : static_cast<const void*>(r.impl);
     return r;
   };
-  auto note = [](GraphNode& n, const Resolved& r) {  // what this handle adds to a known node
+  // What this handle adds to a known node: its value and taps, if it is the
+  // node's first output (a tap on an op's second output watches another tensor).
+  auto note = [](GraphNode& n, const Resolved& r) {
+    if (!n.op.empty() && r.impl->output_nr != 0) return;
     for (const Node* tp : r.taps)
       if (std::find(n.taps.begin(), n.taps.end(), tp) == n.taps.end()) n.taps.push_back(tp);
-    if (!n.value.defined() && (n.op.empty() || r.impl->output_nr == 0)) n.value = *r.seen;
+    if (!n.value.defined()) n.value = *r.seen;
   };
   // Depth-first, inputs before their users, with an explicit stack so that a
   // deep graph (a long sequence) cannot overflow the call stack.

@@ -34,8 +34,8 @@ struct GraphNode {
   // The leaf itself, or the op's first output as its first consumer saw it
   // (for the root: the root). Undefined when no consumer used output 0.
   Tensor value;
-  // The tap nodes (autograd/hooks.cpp) that sat on this node's output. They are
-  // identities, so the picture leaves them out and shows their gradient here.
+  // The tap nodes (autograd/hooks.cpp) that sat on this node's first output.
+  // They are identities, so the picture leaves them out and shows their gradient here.
   std::vector<const Node*> taps;
 };
 

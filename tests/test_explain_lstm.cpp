@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -174,7 +175,7 @@ void run_explain(std::vector<std::string> args) {
 
 }  // namespace
 
-TEST_CASE("attend explain writes --json and --graph, and --lstm refuses the attention flags") {
+TEST_CASE("attend explain writes --json and --graph, and --lstm refuses the attention flags and --dot") {
   const fs::path dir = fs::temp_directory_path() / fmt::format("attend-test-explain-{}", ::getpid());
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -191,8 +192,20 @@ TEST_CASE("attend explain writes --json and --graph, and --lstm refuses the atte
   CHECK(nlohmann::json::parse(attend::read_file((dir / "lstm.json").string()))["kind"] == "lstm");
   CHECK_THROWS_AS(run_explain({"--lstm", "--attention", "dot"}), CLI::ParseError);
   CHECK_THROWS_AS(run_explain({"--lstm", "--padded"}), CLI::ParseError);
-  CHECK_THROWS_AS(run_explain({"--lstm", "--graph", (dir / "x.svg").string()}), CLI::ParseError);
+  CHECK_THROWS_AS(run_explain({"--lstm", "--dot", (dir / "x.dot").string()}), CLI::ParseError);
+  run_explain({"--lstm", "--graph", (dir / "lstm.svg").string()});
+  const std::string lstm_svg = attend::read_file((dir / "lstm.svg").string());
+  attend::testing::XmlSummary lstm = attend::testing::check_xml(lstm_svg);
+  INFO(lstm.error);
+  CHECK(lstm.ok);
+  CHECK(lstm.classes["panel"] == 2);
+  int cells = 0, sigmoids = 0;
+  for (const std::string& n : lstm.data_names) cells += n == "lstm_cell", sigmoids += n == "sigmoid";
+  CHECK(cells == 3);         // the fused view: one op per step
+  CHECK(sigmoids == 3 * 3);  // the composed view: i, f, o at each step
+  for (const char* name : {"W_ih", "W_hh", "b_ih", "b_hh", "h_0", "c_0", "r_3"})
+    CHECK_MESSAGE(std::find(lstm.data_names.begin(), lstm.data_names.end(), name) != lstm.data_names.end(), name);
   CHECK_THROWS_AS(run_explain({"--attention", "plain"}), CLI::ParseError);
-  CHECK_FALSE(fs::exists(dir / "x.svg"));
+  CHECK_FALSE(fs::exists(dir / "x.dot"));
   fs::remove_all(dir);
 }

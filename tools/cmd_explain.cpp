@@ -72,14 +72,13 @@ void add_explain_command(CLI::App& app) {
   cmd->add_option("--json", files->json, "Write every number (values and gradients, analytic and numeric) as JSON "
                                          "to FILE; tests/reference/torch_explain.py recomputes them with PyTorch")
       ->type_name("FILE");
-  auto* graph = cmd->add_option("--graph", files->graph,
+  cmd->add_option("--graph", files->graph,
                                 "Draw the step's graph as SVG to FILE (attend draws it, no Graphviz): the composed and "
-                                "the fused step side by side, value and gradient in every small box")
+                                "the fused step (or LSTM cell) side by side, value and gradient in every small box")
                     ->type_name("FILE");
   auto* dot = cmd->add_option("--dot", files->dot, "Write the step's computation graph as Graphviz DOT to FILE (and "
                                                    "FILE's .svg when dot is installed)")
                   ->type_name("FILE");
-  graph->excludes("--lstm");
   dot->excludes("--lstm");
   cmd->callback([options, files, lstm] {
     const ExplainResult result = *lstm ? explain_lstm(*options) : explain_attention(*options);
@@ -90,7 +89,7 @@ void add_explain_command(CLI::App& app) {
     }
     if (!files->graph.empty()) {
       write_file_atomic(files->graph, result.graph);
-      fmt::print("\ndrew the step's graph to {}\n", files->graph);
+      fmt::print("\ndrew the graph to {}\n", files->graph);
     }
     if (!files->dot.empty()) write_dot(files->dot, result.dot);
     std::fflush(stdout);

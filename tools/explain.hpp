@@ -43,7 +43,7 @@ struct ExplainResult {
 ExplainResult explain_attention(const ExplainOptions& options);
 
 // An LSTMCell (input 2, hidden 3) over 3 time steps, L = Σ_t r_t · h_t. Its
-// result has no dot or graph (they are empty).
+// graph shows the composed and the fused cell over the three steps; it has no dot.
 ExplainResult explain_lstm(const ExplainOptions& options);
 
 }  // namespace attend::tools

@@ -3,9 +3,6 @@
 // recorded_graph folds the taps away again.
 #include "tools/explain_graph.hpp"
 
-#include <deque>
-#include <map>
-
 #include <fmt/format.h>
 
 #include "autograd/dot.hpp"
@@ -17,37 +14,8 @@ namespace attend::tools::explain_detail {
 
 namespace {
 
-// Taps op outputs and remembers, per tap node, the gradient that passed.
-struct Taps {
-  std::deque<Values> slots;
-  std::map<const Node*, std::size_t> slot_of;
-
-  Tensor operator()(const Tensor& x) {
-    slots.emplace_back();
-    Values& slot = slots.back();
-    Tensor y = tap(x, [&slot](const Tensor& dy) { slot = dy.to_vector(); });
-    slot_of[y.impl()->grad_fn.get()] = slots.size() - 1;
-    return y;
-  }
-  // The picture of the graph behind L, after L's backward (leaves: .grad).
-  GraphPanel panel(std::string title, std::vector<GraphNode> nodes) const {
-    GraphPanel p{std::move(title), std::move(nodes), {}};
-    for (const GraphNode& n : p.nodes) {
-      Values g;
-      if (n.op.empty()) {
-        if (n.requires_grad && n.value.grad().defined()) g = n.value.grad().to_vector();
-      } else if (!n.taps.empty()) {
-        g = slots[slot_of.at(n.taps.front())];
-      }
-      p.grads.push_back(g);
-    }
-    p.grads.back() = {1.0};  // the root: ∂L/∂L
-    return p;
-  }
-};
-
 // The step from primitive ops (as layers/attention_composed.cpp builds it), every op tapped.
-Tensor composed_step(const Setup& st, const Tensor& s, const Tensor& H, Taps& T) {
+Tensor composed_step(const Setup& st, const Tensor& s, const Tensor& H, GraphTaps& T) {
   const std::int64_t S = st.S;
   Tensor e;
   if (st.kind == Kind::Additive) {
@@ -72,7 +40,7 @@ Tensor composed_step(const Setup& st, const Tensor& s, const Tensor& H, Taps& T)
 }
 
 // The step as Seq2Seq records it: the projections, then ONE fused attention op.
-Tensor fused_step(const Setup& st, const Tensor& s, const Tensor& H, Taps& T) {
+Tensor fused_step(const Setup& st, const Tensor& s, const Tensor& H, GraphTaps& T) {
   nn::AttentionOutput a;
   if (st.kind == Kind::Additive) {
     const nn::AdditiveAttention& m = *st.model->additive;
@@ -89,7 +57,7 @@ Tensor fused_step(const Setup& st, const Tensor& s, const Tensor& H, Taps& T) {
 GraphPanel draw(const Setup& st, bool composed) {
   Tensor s = st.s.clone().requires_grad_(), H = st.H.clone().requires_grad_();
   st.model->zero_grad();
-  Taps T;
+  GraphTaps T;
   Tensor L = composed ? composed_step(st, s, H, T) : fused_step(st, s, H, T);
   std::vector<GraphNode> nodes = recorded_graph(L, st.names(s, H));
   L.backward();

@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "autograd/dot.hpp"
 #include "autograd/ops.hpp"
 #include "layers/lstm_cell.hpp"
 #include "tools/explain.hpp"
@@ -136,6 +137,45 @@ double numeric_at(const Lstm& m, Point p, std::int64_t t, std::int64_t k) {
     });
   };
   return (with(kEps) - with(-kEps)) / (2 * kEps);
+}
+
+// The graphs of the three steps, every op tapped: composed (primitive ops, as
+// lstm_cell_composed builds them) and fused (one lstm_cell op per step).
+GraphPanel lstm_graph(const Lstm& m, bool composed_view) {
+  const nn::LSTMWeights& w = m.cell->weights();
+  m.cell->zero_grad();
+  Tensor x = m.x.clone().requires_grad_(), h0 = m.h0.clone().requires_grad_(), c0 = m.c0.clone().requires_grad_();
+  TensorNames names{{x, "x"}, {h0, "h_0"}, {c0, "c_0"}, {w.weight_ih, "W_ih"}, {w.weight_hh, "W_hh"},
+                    {w.bias_ih, "b_ih"}, {w.bias_hh, "b_hh"}};
+  std::vector<Tensor> r(kT);
+  for (std::int64_t t = 0; t < kT; ++t) {
+    r[t] = m.r_t(t).clone();
+    names.emplace_back(r[t], fmt::format("r_{}", t + 1));
+  }
+  GraphTaps T;
+  Tensor h = h0, c = c0, L;
+  for (std::int64_t t = 0; t < kT; ++t) {
+    Tensor x_t = T(m.x_t(x, t));
+    if (composed_view) {
+      Tensor a = T(T(linear(x_t, w.weight_ih, w.bias_ih)) + T(linear(h, w.weight_hh, w.bias_hh)));
+      Tensor i = T(sigmoid(T(slice(a, 1, 0, kHid))));
+      Tensor f = T(sigmoid(T(slice(a, 1, kHid, 2 * kHid))));
+      Tensor g = T(tanh(T(slice(a, 1, 2 * kHid, 3 * kHid))));
+      Tensor o = T(sigmoid(T(slice(a, 1, 3 * kHid, 4 * kHid))));
+      c = T(T(f * c) + T(i * g));
+      h = T(o * T(tanh(c)));
+    } else {
+      nn::LSTMState st = nn::lstm_cell(x_t, {h, c}, w);
+      h = T(st.h), c = st.c;
+    }
+    Tensor term = T(sum(T(h * r[t])));
+    L = t == 0 ? term : T(L + term);
+  }
+  std::vector<GraphNode> nodes = recorded_graph(L, names);
+  L.backward();
+  return T.panel(composed_view ? "composed: primitive ops, autograd derives the backward (lstm_cell_composed)"
+                               : "fused: one lstm_cell op per step, its backward written by hand",
+                 std::move(nodes));
 }
 
 }  // namespace
@@ -287,6 +327,11 @@ ExplainResult explain_lstm(const ExplainOptions& options) {
   r.line("{} of {} rows agree{}", r.checked - r.failed, r.checked, r.failed == 0 ? "." : "; the rows marked ✗ do not.");
 
   ExplainResult out;
+  out.graph = graph_svg({lstm_graph(m, true), lstm_graph(m, false)},
+                        fmt::format("An LSTM cell over 3 steps, L = Σ_t r_t · h_t (attend explain --lstm --seed {}): value "
+                                    "and grad of every small tensor; arrows point from an input to the op that uses it",
+                                    options.seed));
+  m.cell->zero_grad();
   out.text = r.text;
   out.json = r.json.dump(1) + "\n";
   out.checked = r.checked;

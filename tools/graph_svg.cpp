@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "autograd/ops.hpp"
 #include "core/error.hpp"
 #include "tools/svg.hpp"
 
@@ -189,6 +190,29 @@ std::string graph_svg(const std::vector<GraphPanel>& panels, const std::string& 
   }
   out += "</svg>\n";
   return out;
+}
+
+Tensor GraphTaps::operator()(const Tensor& x) {
+  slots_.emplace_back();
+  std::vector<double>& slot = slots_.back();
+  Tensor y = tap(x, [&slot](const Tensor& dy) { slot = dy.to_vector(); });
+  if (y.impl()->grad_fn) slot_of_[y.impl()->grad_fn.get()] = slots_.size() - 1;
+  return y;
+}
+
+GraphPanel GraphTaps::panel(std::string title, std::vector<GraphNode> nodes) const {
+  GraphPanel p{std::move(title), std::move(nodes), {}};
+  for (const GraphNode& n : p.nodes) {
+    std::vector<double> g;
+    if (n.op.empty()) {
+      if (n.requires_grad && n.value.grad().defined()) g = n.value.grad().to_vector();
+    } else if (!n.taps.empty()) {
+      if (auto it = slot_of_.find(n.taps.front()); it != slot_of_.end()) g = slots_[it->second];
+    }
+    p.grads.push_back(g);
+  }
+  if (!p.grads.empty()) p.grads.back() = {1.0};  // the root: ∂L/∂L
+  return p;
 }
 
 }  // namespace attend::tools
