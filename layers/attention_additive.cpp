@@ -1,5 +1,13 @@
 // Additive (Bahdanau) attention: the fused step op and the module around it.
 //   e_j = v . tanh(W_k h_j + W_q s + b);  alpha = masked softmax(e);  c = sum_j alpha_j h_j
+//
+// Learning? Read layers/attention_composed.cpp first: the same math from
+// primitive ops, whose backward autograd derives. This fused op's backward
+// spans three files:
+//   attention_additive.cpp      the score loops and the recorded op (forward, then backward)
+//   attention_rows.cpp     masked softmax and context, forward and backward, per row
+//   attention_detail.hpp   the argument checks and the per-row declarations
+// docs/backprop-through-attention.md derives every line.
 #include <cmath>
 
 #include "autograd/ops.hpp"

@@ -1,6 +1,10 @@
 // The oracles: attention written with primitive ops only, each one recorded on
 // its own, so autograd derives the backward by itself. The fused steps in
 // attention_additive.cpp and attention_dot.cpp must agree with these.
+//
+// Start here to learn attention: every line is one op you can look up in
+// autograd/, and `attend explain` prints each of their gradients for a tiny
+// model. Then read the fused versions, which undo the same lines by hand.
 #include "autograd/ops.hpp"
 #include "layers/attention.hpp"
 #include "layers/attention_detail.hpp"

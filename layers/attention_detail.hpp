@@ -4,6 +4,10 @@
 // softmax over the scores and the weighted sum of the values, forward and backward.
 //
 // Shapes for one row: e, alpha, mask (S); h (S, H) row-major; c, dc (H).
+//
+// Map of a fused attention step: the op and its score loops are in
+// attention_additive.cpp / attention_dot.cpp, the softmax and context rows in
+// attention_rows.cpp, the checks here. Learning? Start with attention_composed.cpp.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

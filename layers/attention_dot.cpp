@@ -2,6 +2,14 @@
 // the fused step op and the module around it.
 //   e_j = scale * k_j . q;  alpha = masked softmax(e);  c = sum_j alpha_j h_j
 // where k_j is W_K h_j, W h_j or h_j, and q is W_Q s or s.
+//
+// Learning? Read layers/attention_composed.cpp first: the same math from
+// primitive ops, whose backward autograd derives. This fused op's backward
+// spans three files:
+//   attention_dot.cpp           the scores and the recorded op (forward, then backward)
+//   attention_rows.cpp     masked softmax and context, forward and backward, per row
+//   attention_detail.hpp   the argument checks and the per-row declarations
+// docs/backprop-through-attention.md derives every line.
 #include <cmath>
 #include <vector>
 

@@ -2,6 +2,11 @@
 // masked softmax over the scores and the weighted sum of the values, forward and
 // backward, for one batch row.
 //
+// Learning? Start with layers/attention_composed.cpp (the same math from
+// primitive ops). These rows are the middle of the fused backward of
+// attention_additive.cpp and attention_dot.cpp, which record the op, run the
+// score loops and call these; attention_detail.hpp declares them.
+//
 // Shapes for one row: e, alpha, mask (S); h (S, H) row-major; c, dc (H).
 // Each function is compiled for AVX2 too (ATTEND_SIMD_CLONES), so that the
 // short loops over H inside it are 8-wide and cost no call each; the file is

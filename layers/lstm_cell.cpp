@@ -1,5 +1,13 @@
 // One LSTM step as one fused op (forward, then the backward that undoes it),
 // the same step from primitive ops (the oracle), and the LSTMCell module.
+//
+// Learning? Read lstm_cell_composed in layers/lstm_cell.cpp first: the same
+// step from primitive ops (linear, slice, sigmoid, tanh, mul, add), whose
+// backward autograd derives; `attend explain --lstm` prints every gradient of
+// it. The fused backward spans three files:
+//   lstm_cell.cpp       the one-step op: the GEMMs, then the gate rows (backward: the lambda)
+//   lstm_sequence.cpp   the whole-sequence op: the same gate rows, the GEMMs batched over time
+//   lstm_kernels.cpp    the gate math of one row, forward and backward (lstm_kernels.hpp)
 #include "layers/lstm_cell.hpp"
 
 #include <cmath>

@@ -1,5 +1,13 @@
 // The LSTM gate math, forward and backward, for one batch row at a time.
 //
+// Learning? Read lstm_cell_composed in layers/lstm_cell.cpp first: the same
+// step from primitive ops (linear, slice, sigmoid, tanh, mul, add), whose
+// backward autograd derives; `attend explain --lstm` prints every gradient of
+// it. The fused backward spans three files:
+//   lstm_cell.cpp       the one-step op: the GEMMs, then the gate rows (backward: the lambda)
+//   lstm_sequence.cpp   the whole-sequence op: the same gate rows, the GEMMs batched over time
+//   lstm_kernels.cpp    the gate math of one row, forward and backward (lstm_kernels.hpp)
+//
 // Speed: per step the gates of B rows need 3*B*H sigmoids and 2*B*H tanhs.
 // glibc's tanhf costs ~9 ns, so on a (64, 256) step they would take well over
 // half as long as the step's GEMM. The float versions of core/fast_math.hpp are

@@ -1,6 +1,14 @@
 // One direction of one LSTM layer over a whole batch of sequences as one fused
 // op, and the same built from lstm_cell_composed steps (the oracle).
 //
+// Learning? Read lstm_cell_composed in layers/lstm_cell.cpp first: the same
+// step from primitive ops (linear, slice, sigmoid, tanh, mul, add), whose
+// backward autograd derives; `attend explain --lstm` prints every gradient of
+// it. The fused backward spans three files:
+//   lstm_cell.cpp       the one-step op: the GEMMs, then the gate rows (backward: the lambda)
+//   lstm_sequence.cpp   the whole-sequence op: the same gate rows, the GEMMs batched over time
+//   lstm_kernels.cpp    the gate math of one row, forward and backward (lstm_kernels.hpp)
+//
 // Layout: every buffer is batch-major like x, (B, T, ...), so that row b*T + t
 // of each belongs to sequence b at step t. The input projection, dW_ih, dW_hh
 // and dx are then single GEMMs over all B*T rows, and the per-step GEMMs read

@@ -201,7 +201,7 @@ Seq2Seq::Step Seq2Seq::step(const Encoded& enc, const Indices& previous, const S
     }
     features = concat({next.h, context}, 1);
   }
-  out.attentional = tanh(combine.forward(features));  // h~ = tanh(W_c [s; c])
+  out.attentional = tanh(combine.forward(features));  // h~ = tanh(W_c [s; c] + b_c)
   ++steps_since_encode_;
   out.state = {next.h, next.c, out.attentional};
   return out;

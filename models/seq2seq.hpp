@@ -7,9 +7,9 @@
 //   decoder step t, with input feeding (h~_0 = 0):
 //              (s_t, c_t)  = LSTMCell([E_tgt[y_{t-1}]; h~_{t-1}], (s_{t-1}, c_{t-1}))
 //              c_t, alpha  = attention(s_t, h_1..h_S)            (context and weights)
-//              h~_t        = tanh(W_c [s_t; c_t])                 (attentional vector)
-//              p(y_t | ..) = softmax(W_out h~_t)
-//   attention none: h~_t = tanh(W_c s_t), the decoder sees only s_0 from the
+//              h~_t        = tanh(W_c [s_t; c_t] + b_c)           (attentional vector)
+//              p(y_t | ..) = softmax(W_out h~_t + b_out)
+//   attention none: h~_t = tanh(W_c s_t + b_c), the decoder sees only s_0 from the
 //   encoder: the plain Seq2Seq that the attention results are compared against.
 //
 // Letters: B batch, S source length, T target length, E embedding size,

@@ -29,7 +29,8 @@ struct ExperimentOptions {
 };
 
 // Runs everything and writes DIR/{bleu_vs_length,loss,cost}.svg, attention_*.svg,
-// gradient_*.svg, results.json and report.html. Returns results.json's content.
+// gradient_*.svg, step_graph.svg (attend explain --graph), results.json and
+// report.html. Returns results.json's content.
 nlohmann::json run_experiment(ExperimentOptions options);
 
 }  // namespace attend::tools

@@ -6,103 +6,30 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
-#include <memory>
 #include <utility>
 #include <vector>
 
 #include <fmt/format.h>
 
-#include "autograd/dot.hpp"
 #include "autograd/grad_mode.hpp"
 #include "autograd/ops.hpp"
-#include "models/seq2seq.hpp"
+#include "core/error.hpp"
+#include "tools/explain_graph.hpp"
+#include "tools/explain_model.hpp"
+#include "tools/explain_report.hpp"
 
 namespace attend::tools {
 
 namespace {
 
-constexpr double kEps = 1e-5;                  // central-difference step
-constexpr double kAtol = 1e-9, kRtol = 1e-6;   // ✓ when |analytic - numeric| <= atol + rtol |numeric|
-constexpr double kSameTol = 1e-12;             // fused against composed: the same math, up to rounding
-constexpr std::int64_t kS = 3, kH = 4, kV = 7;  // source length, hidden size, vocabulary (4 special + 3 words)
-const char* const kSourceWords[kS] = {"the", "cat", "sleeps"};  // source ids 4, 5, 6
-const char* const kTokens[kV] = {"<pad>", "<unk>", "<s>", "</s>", "le", "chat", "dort"};
-constexpr std::int64_t kChat = 5;  // the target y
-
-using Values = std::vector<double>;
-
-// The model, and the encoder states and the decoder state the step reads.
-struct Setup {
-  std::unique_ptr<Seq2Seq> model;
-  bool additive = true;
-  Tensor H;         // (1, S, H) encoder states h_1..h_S
-  Tensor s;         // (1, H) decoder state s
-  Tensor mask;      // (1, S) all ones
-  Indices target{std::vector<std::int64_t>{kChat}};
-
-  // The fused layer (precompute, then one step op), as Seq2Seq uses it.
-  nn::AttentionOutput attend(const Tensor& s_, const Tensor& H_) const {
-    return additive ? model->additive->forward(s_, H_, mask) : model->dot->forward(s_, H_, mask);
-  }
-  // The scores e (1, S) from primitive ops, line by line as the composed oracle
-  // (layers/attention_composed.cpp) builds them, so that a tap can sit on e.
-  Tensor scores(const Tensor& s_, const Tensor& H_) const {
-    if (additive) {
-      const nn::AdditiveAttention& a = *model->additive;
-      const std::int64_t A = a.attention_size();
-      Tensor t = tanh(linear(H_, a.W_k) + reshape(linear(s_, a.W_q, a.b), {1, 1, A}));  // (1, S, A)
-      return reshape(matmul(t, reshape(a.v, {A, 1})), {1, kS});                        // v . t_j
-    }
-    const nn::DotProductAttention& d = *model->dot;
-    const std::int64_t A = d.score_size();
-    Tensor e = matmul(linear(H_, d.W_K), reshape(linear(s_, d.W_Q), {1, A, 1}));  // (W_K h_j) . (W_Q s)
-    return mul(reshape(e, {1, kS}), d.scale());
-  }
-  std::vector<std::pair<const char*, Tensor>> parameters() const {
-    if (additive) return {{"W_q", model->additive->W_q}, {"W_k", model->additive->W_k},
-                          {"b", model->additive->b}, {"v", model->additive->v}};
-    return {{"W_Q", model->dot->W_Q}, {"W_K", model->dot->W_K}};
-  }
-  Tensor context(const Tensor& alpha, const Tensor& H_) const {  // c = sum_j alpha_j h_j
-    return reshape(matmul(reshape(alpha, {1, 1, kS}), H_), {1, kH});
-  }
-  Tensor attentional(const Tensor& s_, const Tensor& c) const {  // h~ = tanh(W_c [s; c] + b_c)
-    return tanh(model->combine.forward(concat({s_, c}, 1)));
-  }
-  Tensor logits(const Tensor& ht) const { return model->project.forward(ht); }  // z = W_out h~ + b_out
-
-  // L from each point of the forward on; for the finite differences.
-  double loss_from_z(const Tensor& z) const { return cross_entropy(z, target).item(); }
-  double loss_from_c(const Tensor& s_, const Tensor& c) const { return loss_from_z(logits(attentional(s_, c))); }
-  double loss_from_alpha(const Tensor& alpha) const { return loss_from_c(s, context(alpha, H)); }
-  double loss_full(const Tensor& s_, const Tensor& H_) const { return loss_from_c(s_, attend(s_, H_).context); }
-};
-
-Setup make_setup(const ExplainOptions& options) {
-  Setup st;
-  st.additive = options.attention == "additive";
-  Seq2SeqConfig config;
-  config.source_vocab = config.target_vocab = kV;
-  config.embed = 3;
-  config.hidden = kH;
-  config.layers = 1;
-  config.bidirectional = false;
-  config.attention = st.additive ? AttentionKind::Additive : AttentionKind::Dot;
-  Generator gen(options.seed);
-  st.model = std::make_unique<Seq2Seq>(config, gen, Float64);
-  // The states an LSTM would hand over, in its range: h = o * tanh(c) lies in (-1, 1).
-  st.H = uniform({1, kS, kH}, -1, 1, gen, Float64);
-  st.s = uniform({1, kH}, -1, 1, gen, Float64);
-  st.mask = ones({1, kS}, Float64);
-  return st;
-}
+using namespace explain_detail;
 
 // One forward and backward of the step from leaves s and H, with taps reading
 // the gradient at c, h~ and z. Fused: the attention is the layer's step op, as in
 // training (α's gradient stays inside its hand-written backward). Composed: the
 // scores from primitive ops, then masked_softmax, with taps at e and α too.
 struct Pass {
-  Values e, alpha, c, ht, z, p;
+  Values q, k, t, e, alpha, c, ht, z, p;
   double loss = 0;
   Values de, dalpha, dc, dht, dz, ds, dH;
   std::vector<Values> dparams;
@@ -115,9 +42,13 @@ Pass run_pass(const Setup& st, bool composed) {
   auto into = [](Values& slot) { return [&slot](const Tensor& dy) { slot = dy.to_vector(); }; };
   Tensor c;
   if (composed) {
-    Tensor e = tap(st.scores(s, H), into(p.de));
+    Scores sc = st.scores(s, H);
+    Tensor e = tap(sc.e, into(p.de));
     Tensor alpha = tap(masked_softmax(e, st.mask, 1), into(p.dalpha));
     c = st.context(alpha, H);
+    p.q = sc.q.to_vector();
+    p.k = sc.k.to_vector();
+    if (sc.t.defined()) p.t = sc.t.to_vector();
     p.e = e.to_vector();
     p.alpha = alpha.to_vector();
   } else {
@@ -141,103 +72,101 @@ Pass run_pass(const Setup& st, bool composed) {
   return p;
 }
 
-// The graph of the step as training records it (Seq2Seq::step, then the loss),
-// without the taps: to_dot must see it before a backward releases it.
-std::string step_graph(const Setup& st) {
-  Tensor s = st.s.clone().requires_grad_(), H = st.H.clone().requires_grad_();
-  Tensor L = cross_entropy(st.logits(st.attentional(s, st.attend(s, H).context)), st.target);
-  return to_dot(L);
+Values rows_of(const Values& v, std::int64_t r, std::int64_t cols) {
+  return Values(v.begin() + r * cols, v.begin() + (r + 1) * cols);
 }
 
-// ∂L/∂x[i] by central differences. x is perturbed in place through its handle,
-// so a parameter inside the model is perturbed too; it is restored afterwards.
-double numeric(Tensor x, std::int64_t i, const std::function<double()>& loss) {
-  NoGradGuard no_grad;
-  double* px = x.data<double>();
-  const double x0 = px[i];
-  px[i] = x0 + kEps;
-  const double up = loss();
-  px[i] = x0 - kEps;
-  const double down = loss();
-  px[i] = x0;
-  return (up - down) / (2 * kEps);
+// The per-position rows of an (S, A) intermediate: "k_1  ...".
+void per_position(Report& r, const char* name, const std::string& key, const std::string& what, const Values& v,
+                  std::int64_t S) {
+  const auto A = static_cast<std::int64_t>(v.size()) / S;
+  r.value(key, {S, A}, v);
+  r.line("  {}", what);
+  for (std::int64_t j = 0; j < S; ++j) r.line("     {:<10}{}", fmt::format("{}_{}", name, j + 1), vec(rows_of(v, j, A)));
 }
 
-double max_diff(const Values& a, const Values& b) {
-  double d = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) d = std::max(d, std::abs(a[i] - b[i]));
-  return d;
-}
-
-std::string vec(const Values& v) {
-  std::string out;
-  for (double x : v) out += fmt::format("{:>+13.8f}", x);
-  return out;
-}
-
-// The text, and the count of rows checked and failed.
-struct Report {
-  std::string text;
-  int checked = 0, failed = 0;
-
-  template <class... Args>
-  void line(fmt::format_string<Args...> f, Args&&... args) {
-    text += fmt::format(f, std::forward<Args>(args)...);
-    text += '\n';
-  }
-  void row(const std::string& name, double analytic, double numeric, const std::string& formula) {
-    const double diff = std::abs(analytic - numeric);
-    const bool ok = diff <= kAtol + kRtol * std::abs(numeric);
-    ++checked;
-    failed += ok ? 0 : 1;
-    line("  {:<15}{:>+16.7e}{:>+16.7e}{:>10.1e}  {}  {}", name, analytic, numeric, diff, ok ? "✓" : "✗", formula);
-  }
-  void same(const std::string& what, double diff) {  // two computations of the same numbers
-    const bool ok = diff <= kSameTol;
-    ++checked;
-    failed += ok ? 0 : 1;
-    line("  {} {}: max |Δ| = {:.1e}", ok ? "✓" : "✗", what, diff);
-  }
-};
+Values values_of(const Tensor& t) { return t.to_vector(); }
 
 void print_forward(Report& r, const Setup& st, const Pass& fused, const Pass& composed, std::uint64_t seed) {
-  const char* kind = st.additive ? "additive" : "dot";
+  const std::string& kind = st.kind_name;
+  const std::int64_t S = st.S;
   r.line("attend explain: backprop through {} attention, number by number", kind);
   r.line("");
   r.line("The model: attend's Seq2Seq (models/seq2seq.hpp) in float64 with hidden size 4 and {} attention,", kind);
   r.line("untrained, its parameters drawn with seed {}. One decoder step: its attention layer reads the encoder", seed);
-  r.line("states h_1..h_3 of the source \"the cat sleeps\" and the decoder state s, then the attentional layer");
+  r.line("states h_1..h_{} of the source \"the cat sleeps{}\" and the decoder state s, then the attentional layer", S,
+         st.padded ? " <pad>" : "");
   r.line("h~ = tanh(W_c [s; c] + b_c) and the output projection z = W_out h~ + b_out. The step should predict");
   r.line("y = \"chat\" (id {}); its loss is the cross-entropy L = −log p_y. The h_j and s are drawn uniformly", kChat);
-  r.line("from (−1, 1) with the same seed (in training they come from the encoder LSTM and the decoder");
-  r.line("LSTMCell). Positions j and components i, a, m count from 1; k is a token id.");
+  r.line("from (−1, 1) after the parameters, with the same seed (in training they come from the encoder LSTM");
+  r.line("and the decoder LSTMCell). Positions j and components i, a, m count from 1; k is a token id.");
+  if (st.padded)
+    r.line("Position 4 is padding (mask 0), as where a batch pads a shorter source; its state is drawn like the others.");
+  r.line("Every number is printed the same way, to 9 significant digits; --json FILE writes them all.");
   r.line("");
   r.line("Forward");
   r.line("  encoder states h_j and decoder state s");
-  r.line("     j  source  {:>13}{:>13}{:>13}{:>13}", "[1]", "[2]", "[3]", "[4]");
+  r.line("     j  source  {:>16}{:>16}{:>16}{:>16}", "[1]", "[2]", "[3]", "[4]");
   const Values h = st.H.to_vector();
-  for (std::int64_t j = 0; j < kS; ++j)
-    r.line("     {}  {:<6}  {}", j + 1, kSourceWords[j], vec(Values(h.begin() + j * kH, h.begin() + (j + 1) * kH)));
-  r.line("        {:<6}  {}", "s", vec(st.s.to_vector()));
-  if (st.additive)
-    r.line("  scores e_j = v · tanh(W_k h_j + W_q s + b);  weights α = softmax(e)");
-  else
-    r.line("  scores e_j = λ (W_K h_j) · (W_Q s), λ = 1/√{} = {};  weights α = softmax(e)", st.model->dot->score_size(),
-           st.model->dot->scale());
-  r.line("     j  source            e_j          α_j");
+  for (std::int64_t j = 0; j < S; ++j)
+    r.line("     {}  {:<6}{}", j + 1, kSourceWords[j], vec(rows_of(h, j, kH)));
+  r.line("        {:<6}{}", "s", vec(st.s.to_vector()));
+  r.value("H", {S, kH}, h);
+  r.value("s", {kH}, st.s.to_vector());
+  r.value("mask", {S}, st.mask.to_vector());
+  r.line("  the attention layer's parameters");
+  for (const auto& [name, w] : st.parameters()) {
+    if (w.dim() == 2) r.matrix(name, "", w.size(0), w.size(1), values_of(w));
+    else r.vector(name, "", values_of(w));
+  }
+  if (st.kind == Kind::Additive) {
+    r.line("  scores e_j = v · t_j,  t_j = tanh(k_j + q),  k_j = W_k h_j,  q = W_q s + b;  weights α = softmax(e)");
+    r.vector("q", "q = W_q s + b", composed.q);
+    per_position(r, "k", "k", "keys k_j = W_k h_j", composed.k, S);
+    per_position(r, "t", "t", "t_j = tanh(k_j + q)", composed.t, S);
+  } else {
+    const double scale = st.model->dot->scale();
+    if (st.kind == Kind::Dot) {
+      r.line("  scores e_j = λ k_j · q,  k_j = W_K h_j,  q = W_Q s,  λ = 1/√{} = {};  weights α = softmax(e)",
+             st.model->dot->score_size(), scale);
+      r.vector("q", "q = W_Q s", composed.q);
+      per_position(r, "k", "k", "keys k_j = W_K h_j", composed.k, S);
+    } else {
+      r.line("  scores e_j = sᵀ W h_j = k_j · s,  k_j = W h_j (unscaled, λ = 1);  weights α = softmax(e)");
+      r.value("q", {kH}, composed.q);
+      per_position(r, "k", "k", "keys k_j = W h_j", composed.k, S);
+    }
+    r.json["values"]["scale"] = scale;
+  }
+  r.value("e", {S}, composed.e);
+  r.value("alpha", {S}, fused.alpha);
+  r.line("     j  source             e_j             α_j");
   double sum = 0;
-  for (std::int64_t j = 0; j < kS; ++j) {
-    r.line("     {}  {:<6}  {:>+13.8f}{:>13.8f}", j + 1, kSourceWords[j], composed.e[j], fused.alpha[j]);
+  for (std::int64_t j = 0; j < S; ++j) {
+    const bool pad = st.mask.to_vector()[j] == 0;
+    r.line("     {}  {:<6}{}{}{}", j + 1, kSourceWords[j], num(composed.e[j]), num(fused.alpha[j]),
+           pad ? "  masked: α = 0 exactly" : "");
     sum += fused.alpha[j];
   }
-  r.line("             Σ_j α_j = {:>13.8f}", sum);
-  r.line("  context c = Σ_j α_j h_j                 {}", vec(fused.c));
-  r.line("  attentional h~ = tanh(W_c [s; c] + b_c) {}", vec(fused.ht));
-  r.line("  logits z = W_out h~ + b_out, output distribution p = softmax(z)");
-  r.line("     k  token             z_k          p_k");
+  r.line("             Σ_j α_j = {}", num0(sum));
+  r.line("  the context c = Σ_j α_j h_j");
+  r.vector("c", "", fused.c);
+  r.line("  the attentional layer h~ = tanh(W_c [s; c] + b_c)");
+  r.matrix("W_c", "columns 1-4 multiply s, 5-8 multiply c", kH, 2 * kH, values_of(st.model->combine.weight));
+  r.vector("b_c", "", values_of(st.model->combine.bias));
+  r.vector("h~", "", fused.ht);
+  r.json["values"]["h_tilde"] = r.json["values"]["h~"];
+  r.json["values"].erase("h~");
+  r.line("  the logits z = W_out h~ + b_out and the output distribution p = softmax(z)");
+  r.matrix("W_out", "", kV, kH, values_of(st.model->project.weight));
+  r.vector("b_out", "", values_of(st.model->project.bias));
+  r.value("z", {kV}, fused.z);
+  r.value("p", {kV}, fused.p);
+  r.line("     k  token              z_k             p_k");
   for (std::int64_t k = 0; k < kV; ++k)
-    r.line("     {}  {:<6}  {:>+13.8f}{:>13.8f}{}", k, kTokens[k], fused.z[k], fused.p[k], k == kChat ? "  ← y" : "");
-  r.line("  loss L = −log p_{} = {:.8f}", kChat, fused.loss);
+    r.line("     {}  {:<6}{}{}{}", k, kTokens[k], num(fused.z[k]), num(fused.p[k]), k == kChat ? "  ← y" : "");
+  r.line("  loss L = −log p_{} = {}", kChat, num0(fused.loss));
+  r.json["loss"] = fused.loss;
   r.same("α and c of the fused step op equal the composed oracle's",
          std::max(max_diff(fused.alpha, composed.alpha), max_diff(fused.c, composed.c)));
 }
@@ -248,12 +177,15 @@ std::string param_formula(const std::string& name, std::int64_t a, std::int64_t 
   if (name == "b") return fmt::format("Σ_j ∂L/∂e_j v_{0} (1 − t_j[{0}]²)", a);
   if (name == "v") return fmt::format("Σ_j ∂L/∂e_j t_j[{}]", a);
   if (name == "W_Q") return fmt::format("λ Σ_j ∂L/∂e_j k_j[{}] s_{}", a, i);
-  return fmt::format("λ q_{} Σ_j ∂L/∂e_j h_j[{}]", a, i);  // W_K
+  if (name == "W_K") return fmt::format("λ q_{} Σ_j ∂L/∂e_j h_j[{}]", a, i);
+  return fmt::format("s_{} Σ_j ∂L/∂e_j h_j[{}]", a, i);  // W (general)
 }
 
 void print_backward(Report& r, const Setup& st, const Pass& fused, const Pass& composed) {
-  const char* op = st.additive ? "layers/attention_additive.cpp: additive_attention_step"
-                               : "layers/attention_dot.cpp: dot_attention_step";
+  const std::int64_t S = st.S;
+  const char* op = st.kind == Kind::Additive ? "layers/attention_additive.cpp: additive_attention_step"
+                                             : "layers/attention_dot.cpp: dot_attention_step";
+  auto label = [](std::string s) { return [s](std::int64_t i) { return fmt::format(fmt::runtime(s), i + 1, i); }; };
   r.line("");
   r.line("Backward. analytic: what attend's backward computed; numeric: (L(x + ε) − L(x − ε)) / 2ε, ε = {:.0e},", kEps);
   r.line("perturbing that one number x and running the rest of the forward again; ✓ when");
@@ -262,74 +194,88 @@ void print_backward(Report& r, const Setup& st, const Pass& fused, const Pass& c
   r.line("  {:<15}{:>16}{:>16}{:>10}     {}", "gradient", "analytic", "numeric", "|Δ|", "formula");
   r.line("  -- logits: cross_entropy's backward (autograd/losses.cpp), read by a tap on z");
   Tensor z = tensor(fused.z, {1, kV}, Float64);
-  for (std::int64_t k = 0; k < kV; ++k)
-    r.row(fmt::format("∂L/∂z_{}", k), fused.dz[k], numeric(z, k, [&] { return st.loss_from_z(z); }),
-          fmt::format("p_{0} − [{0} = y]   ({1})", k, kTokens[k]));
+  r.rows("z", {kV}, fused.dz, label("∂L/∂z_{1}"), [&](std::int64_t k) { return numeric(z, k, [&] { return st.loss_from_z(z); }); },
+         [](std::int64_t k) { return fmt::format("p_{0} − [{0} = y]   ({1})", k, kTokens[k]); });
   r.line("  -- attentional vector: linear's backward (autograd/matmul.cpp: linear), tap on h~");
   Tensor ht = tensor(fused.ht, {1, kH}, Float64);
-  for (std::int64_t i = 0; i < kH; ++i)
-    r.row(fmt::format("∂L/∂h~_{}", i + 1), fused.dht[i],
-          numeric(ht, i, [&] { return st.loss_from_z(st.logits(ht)); }),
-          fmt::format("Σ_k W_out[k,{}] ∂L/∂z_k", i + 1));
+  r.rows("h_tilde", {kH}, fused.dht, label("∂L/∂h~_{0}"),
+         [&](std::int64_t i) { return numeric(ht, i, [&] { return st.loss_from_z(st.logits(ht)); }); },
+         [](std::int64_t i) { return fmt::format("Σ_k W_out[k,{}] ∂L/∂z_k", i + 1); });
   r.line("  -- context: tanh's and linear's backward, then concat's (autograd/shape.cpp), tap on c");
   Tensor c = tensor(fused.c, {1, kH}, Float64);
-  for (std::int64_t i = 0; i < kH; ++i)
-    r.row(fmt::format("∂L/∂c_{}", i + 1), fused.dc[i], numeric(c, i, [&] { return st.loss_from_c(st.s, c); }),
-          fmt::format("Σ_m W_c[m,{}] (1 − h~_m²) ∂L/∂h~_m", kH + i + 1));
+  r.rows("c", {kH}, fused.dc, label("∂L/∂c_{0}"),
+         [&](std::int64_t i) { return numeric(c, i, [&] { return st.loss_from_c(st.s, c); }); },
+         [](std::int64_t i) { return fmt::format("Σ_m W_c[m,{}] (1 − h~_m²) ∂L/∂h~_m", kH + i + 1); });
   r.line("  -- weights: c = α @ H (autograd/matmul.cpp: matmul), tap on α in the composed step");
-  Tensor alpha = tensor(fused.alpha, {1, kS}, Float64);
-  for (std::int64_t j = 0; j < kS; ++j)
-    r.row(fmt::format("∂L/∂α_{}", j + 1), composed.dalpha[j],
-          numeric(alpha, j, [&] { return st.loss_from_alpha(alpha); }), fmt::format("∂L/∂c · h_{}", j + 1));
+  Tensor alpha = tensor(fused.alpha, {1, S}, Float64);
+  r.rows("alpha", {S}, composed.dalpha, label("∂L/∂α_{0}"),
+         [&](std::int64_t j) { return numeric(alpha, j, [&] { return st.loss_from_alpha(alpha); }); },
+         [](std::int64_t j) { return fmt::format("∂L/∂c · h_{}", j + 1); });
   double weighted = 0;
-  for (std::int64_t j = 0; j < kS; ++j) weighted += composed.alpha[j] * composed.dalpha[j];
+  for (std::int64_t j = 0; j < S; ++j) weighted += composed.alpha[j] * composed.dalpha[j];
   r.line("  -- scores: softmax's backward (autograd/softmax.cpp: masked_softmax), tap on e in the composed step;");
-  r.line("     Σ_k α_k ∂L/∂α_k = {:+.7e}", weighted);
-  Tensor e = tensor(composed.e, {1, kS}, Float64);
-  for (std::int64_t j = 0; j < kS; ++j)
-    r.row(fmt::format("∂L/∂e_{}", j + 1), composed.de[j],
-          numeric(e, j, [&] { return st.loss_from_alpha(masked_softmax(e, st.mask, 1)); }),
-          fmt::format("α_{0} (∂L/∂α_{0} − Σ_k α_k ∂L/∂α_k)", j + 1));
+  r.line("     Σ_k α_k ∂L/∂α_k = {}", num0(weighted));
+  Tensor e = tensor(composed.e, {1, S}, Float64);
+  r.rows("e", {S}, composed.de, label("∂L/∂e_{0}"),
+         [&](std::int64_t j) { return numeric(e, j, [&] { return st.loss_from_alpha(masked_softmax(e, st.mask, 1)); }); },
+         [](std::int64_t j) { return fmt::format("α_{0} (∂L/∂α_{0} − Σ_k α_k ∂L/∂α_k)", j + 1); });
   r.line("  -- from here on, the fused step op's hand-written backward ({})", op);
-  if (st.additive)
+  if (st.kind == Kind::Additive)
     r.line("     carries the gradient to s, h_j and the parameters; t_j = tanh(W_k h_j + W_q s + b)");
-  else
+  else if (st.kind == Kind::Dot)
     r.line("     carries the gradient to s, h_j and the parameters; q = W_Q s, k_j = W_K h_j, λ = {}",
            st.model->dot->scale());
+  else
+    r.line("     carries the gradient to s, h_j and W; k_j = W h_j, the query is s itself");
   r.line("  -- decoder state: through the attention and through W_c [s; c]; s.grad");
-  const std::string score_s = st.additive ? "Σ_j ∂L/∂e_j Σ_a v_a (1 − t_j[a]²) W_q[a,{0}]"
-                                          : "λ Σ_j ∂L/∂e_j Σ_a k_j[a] W_Q[a,{0}]";
+  const std::string score_s = st.kind == Kind::Additive ? "Σ_j ∂L/∂e_j Σ_a v_a (1 − t_j[a]²) W_q[a,{0}]"
+                              : st.kind == Kind::Dot    ? "λ Σ_j ∂L/∂e_j Σ_a k_j[a] W_Q[a,{0}]"
+                                                        : "Σ_j ∂L/∂e_j k_j[{0}]";
   Tensor s = st.s.clone();
-  for (std::int64_t i = 0; i < kH; ++i)
-    r.row(fmt::format("∂L/∂s_{}", i + 1), fused.ds[i], numeric(s, i, [&] { return st.loss_full(s, st.H); }),
-          fmt::format(fmt::runtime("Σ_m W_c[m,{0}] (1 − h~_m²) ∂L/∂h~_m + " + score_s), i + 1));
+  r.rows("s", {kH}, fused.ds, label("∂L/∂s_{0}"),
+         [&](std::int64_t i) { return numeric(s, i, [&] { return st.loss_full(s, st.H); }); },
+         [&](std::int64_t i) {
+           return fmt::format(fmt::runtime("Σ_m W_c[m,{0}] (1 − h~_m²) ∂L/∂h~_m + " + score_s), i + 1);
+         });
   r.line("  -- encoder states: as values (c) and as keys (e); H.grad");
-  const std::string score_h = st.additive ? "∂L/∂e_{0} Σ_a v_a (1 − t_{0}[a]²) W_k[a,{1}]"
-                                          : "λ ∂L/∂e_{0} Σ_a q_a W_K[a,{1}]";
+  const std::string score_h = st.kind == Kind::Additive ? "∂L/∂e_{0} Σ_a v_a (1 − t_{0}[a]²) W_k[a,{1}]"
+                              : st.kind == Kind::Dot    ? "λ ∂L/∂e_{0} Σ_a q_a W_K[a,{1}]"
+                                                        : "∂L/∂e_{0} Σ_a s_a W[a,{1}]";
   Tensor H = st.H.clone();
-  for (std::int64_t j = 0; j < kS; ++j)
-    for (std::int64_t i = 0; i < kH; ++i) {
-      const std::int64_t n = j * kH + i;
-      r.row(fmt::format("∂L/∂h_{}[{}]", j + 1, i + 1), fused.dH[n], numeric(H, n, [&] { return st.loss_full(st.s, H); }),
-            fmt::format(fmt::runtime("α_{0} ∂L/∂c_{1} + " + score_h), j + 1, i + 1));
-    }
+  r.rows("H", {S, kH}, fused.dH,
+         [](std::int64_t n) { return fmt::format("∂L/∂h_{}[{}]", n / kH + 1, n % kH + 1); },
+         [&](std::int64_t n) { return numeric(H, n, [&] { return st.loss_full(st.s, H); }); },
+         [&](std::int64_t n) {
+           return fmt::format(fmt::runtime("α_{0} ∂L/∂c_{1} + " + score_h), n / kH + 1, n % kH + 1);
+         });
+  if (st.padded) {
+    bool zero = fused.alpha[3] == 0 && composed.alpha[3] == 0 && composed.de[3] == 0;
+    for (std::int64_t i = 0; i < kH; ++i) zero = zero && fused.dH[3 * kH + i] == 0 && composed.dH[3 * kH + i] == 0;
+    r.exact("the padded position 4: α_4 = 0, ∂L/∂e_4 = 0 and ∂L/∂h_4 = 0 exactly, fused and composed "
+            "(∂L/∂α_4 is not 0: weight there would change c, but the softmax never puts any there)",
+            zero);
+  }
   r.line("  -- parameters of the attention layer: the fused op's backward, then linear's; .grad");
   const auto params = st.parameters();
   double fused_vs_composed = std::max(max_diff(fused.ds, composed.ds), max_diff(fused.dH, composed.dH));
   for (std::size_t p = 0; p < params.size(); ++p) {
     const auto& [name, w] = params[p];
     const std::int64_t cols = w.dim() == 2 ? w.size(1) : 1;
-    for (std::int64_t n = 0; n < w.numel(); ++n) {
-      const std::int64_t a = n / cols + 1, i = n % cols + 1;
-      const std::string label = w.dim() == 2 ? fmt::format("∂L/∂{}[{},{}]", name, a, i) : fmt::format("∂L/∂{}_{}", name, a);
-      r.row(label, fused.dparams[p][n], numeric(w, n, [&] { return st.loss_full(st.s, st.H); }),
-            param_formula(name, a, i));
-    }
+    std::vector<std::int64_t> shape{w.size(0)};
+    if (w.dim() == 2) shape.push_back(cols);
+    r.rows(name, shape, fused.dparams[p],
+           [&](std::int64_t n) {
+             return w.dim() == 2 ? fmt::format("∂L/∂{}[{},{}]", name, n / cols + 1, n % cols + 1)
+                                 : fmt::format("∂L/∂{}_{}", name, n + 1);
+           },
+           [&](std::int64_t n) { return numeric(w, n, [&] { return st.loss_full(st.s, st.H); }); },
+           [&](std::int64_t n) { return param_formula(name, n / cols + 1, n % cols + 1); });
     fused_vs_composed = std::max(fused_vs_composed, max_diff(fused.dparams[p], composed.dparams[p]));
   }
   r.line("");
   r.same(fmt::format("the fused step's backward ({}) gives the composed oracle's ∂L/∂s, ∂L/∂h_j and "
-                     "parameter gradients", op),
+                     "parameter gradients",
+                     op),
          fused_vs_composed);
   r.line("");
   r.line("{} of {} rows agree{}", r.checked - r.failed, r.checked, r.failed == 0 ? "." : "; the rows marked ✗ do not.");
@@ -338,15 +284,27 @@ void print_backward(Report& r, const Setup& st, const Pass& fused, const Pass& c
 }  // namespace
 
 ExplainResult explain_attention(const ExplainOptions& options) {
-  if (options.attention != "additive" && options.attention != "dot")
-    fail("explain: the attention must be additive or dot, got '{}'", options.attention);
+  if (options.attention != "additive" && options.attention != "dot" && options.attention != "general")
+    fail("explain: the attention must be additive, dot or general, got '{}'", options.attention);
   const Setup st = make_setup(options);
   const Pass composed = run_pass(st, true);
   const Pass fused = run_pass(st, false);
   Report r;
+  r.json["kind"] = "attention";
+  r.json["attention"] = options.attention;
+  r.json["seed"] = options.seed;
+  r.json["padded"] = options.padded;
+  r.json["target"] = kChat;
   print_forward(r, st, fused, composed, options.seed);
   print_backward(r, st, fused, composed);
-  return {r.text, step_graph(st), r.checked, r.failed};
+  ExplainResult out;
+  out.text = r.text;
+  out.dot = step_dot(st);
+  out.graph = step_graph_svg(st);
+  out.json = r.json.dump(1) + "\n";
+  out.checked = r.checked;
+  out.failed = r.failed;
+  return out;
 }
 
 }  // namespace attend::tools

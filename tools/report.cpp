@@ -7,6 +7,7 @@
 
 #include "core/file_io.hpp"
 #include "models/toy_lexicon.hpp"
+#include "tools/explain.hpp"
 #include "tools/svg.hpp"
 
 namespace attend::tools {
@@ -226,6 +227,12 @@ nlohmann::json write_report(const ReportInput& in) {
     }
   }
   results["samples"] = samples;
+  // The graph of one decoder step, composed and fused, as `attend explain --graph` draws it.
+  figures.push_back({"step_graph.svg", "The graph of one decoder step", explain_attention({"additive", 1, false}).graph,
+                     "One decoder step of a tiny model with additive attention (attend explain --seed 1 --graph), as "
+                     "the ops record it: left, attention composed from primitive ops, whose backward autograd "
+                     "derives; right, the one fused op that training runs, with its hand-written backward. Every box "
+                     "holds its value and the gradient of the loss; the two give the same gradients."});
 
   // ---- files -----------------------------------------------------------------------------
   for (const Figure& f : figures) write_file_atomic(file_in(in, f.file), f.svg);
@@ -271,6 +278,8 @@ nlohmann::json write_report(const ReportInput& in) {
   }
   html += "<h2>Gradient flow through attention</h2>\n";
   html += figure_html("gradient_alpha.svg") + figure_html("gradient_dalpha.svg");
+  html += "<h2>Backprop through one step</h2>\n<div style=\"overflow-x:auto\">\n" + figure_html("step_graph.svg") +
+          "</div>\n";
   html += "</body>\n</html>\n";
   write_file_atomic(file_in(in, "report.html"), html);
   return results;
