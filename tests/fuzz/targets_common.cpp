@@ -36,8 +36,9 @@ void remove_scratch_dir() {
 }  // namespace
 
 const std::string& scratch_dir() {
-  static const std::string dir = [] {
-    std::string d = make_scratch_dir();
+  // Never destroyed: the exit handler that removes it runs after static destructors.
+  static const std::string& dir = *[] {
+    auto* d = new std::string(make_scratch_dir());
     std::atexit(remove_scratch_dir);
     return d;
   }();
