@@ -116,7 +116,7 @@ run_fuzzers() {
     cp tests/fuzz/corpus/"$name"/* "$scratch/$name/corpus/"
     printf 'fuzz_%s ... ' "$name"
     if "build/fuzz/tests/fuzz/fuzz_$name" -max_total_time="$FUZZ_SECONDS" -max_len="$max_len" -timeout=10 \
-      -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$scratch/$name/crashes/" "$scratch/$name/corpus" \
+      -rss_limit_mb=2048 -print_final_stats=1 -print_funcs=0 -artifact_prefix="$scratch/$name/crashes/" "$scratch/$name/corpus" \
       >"$scratch/$name/log" 2>&1 </dev/null; then
       echo "ok ($(sed -n 's/.*stat::number_of_executed_units: *//p' "$scratch/$name/log") runs)"
     else
