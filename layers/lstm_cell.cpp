@@ -61,7 +61,10 @@ LSTMSizes check_lstm_weights(const char* op, const LSTMWeights& w) {
 // activations, tanh(c) and the weights.
 LSTMState lstm_cell(const Tensor& x, const LSTMState& state, const LSTMWeights& w) {
   const char* op = "lstm_cell";
-  const auto [I, H] = check_lstm_weights(op, w);
+  // Not a structured binding: the lambda below captures I and H, which clang 14
+  // (the fuzz preset) cannot do with bindings.
+  const LSTMSizes sizes = check_lstm_weights(op, w);
+  const std::int64_t I = sizes.input, H = sizes.hidden;
   check_defined(op, x, "x");
   check_defined(op, state.h, "state.h");
   check_defined(op, state.c, "state.c");

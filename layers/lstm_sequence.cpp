@@ -68,7 +68,8 @@ void copy_row(T* dst, const T* src, std::int64_t n) {
 LSTMSequenceOutput lstm_sequence(const Tensor& x, const LSTMState& initial, const LSTMWeights& w,
                                  const std::vector<std::int64_t>& lengths_in, bool reverse) {
   const char* op = "lstm_sequence";
-  const auto [B, T, I, H] = check_sequence(op, x, initial, w);
+  const SequenceSizes sizes = check_sequence(op, x, initial, w);  // not bound: lambdas capture these (clang 14)
+  const std::int64_t B = sizes.B, T = sizes.T, I = sizes.I, H = sizes.H;
   std::vector<std::int64_t> lengths = check_lengths(op, lengths_in, B, T);
   const std::int64_t G = 4 * H;  // the width of a row of gates
   const DType dt = x.dtype();
@@ -205,7 +206,8 @@ LSTMSequenceOutput lstm_sequence(const Tensor& x, const LSTMState& initial, cons
 LSTMSequenceOutput lstm_sequence_composed(const Tensor& x, const LSTMState& initial, const LSTMWeights& w,
                                           const std::vector<std::int64_t>& lengths_in, bool reverse) {
   const char* op = "lstm_sequence_composed";
-  const auto [B, T, I, H] = check_sequence(op, x, initial, w);
+  const SequenceSizes sizes = check_sequence(op, x, initial, w);  // not bound: lambdas capture these (clang 14)
+  const std::int64_t B = sizes.B, T = sizes.T, I = sizes.I, H = sizes.H;
   const std::vector<std::int64_t> lengths = check_lengths(op, lengths_in, B, T);
   const Tensor padding = zeros({1, H}, x.dtype());
   std::vector<Tensor> outputs, hs, cs;

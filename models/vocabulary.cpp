@@ -146,6 +146,9 @@ Vocabulary Vocabulary::load(const std::string& path) {
     ++line_number;
     if (line.ends_with('\r')) line.remove_suffix(1);  // written on Windows
     if (line.empty()) fail("Vocabulary::load: {}:{}: empty line", path, line_number);
+    // Another CR would stay in the token, and save() + load() would then strip it.
+    if (line.find('\r') != std::string_view::npos)
+      fail("Vocabulary::load: {}:{}: a carriage return (\\r) inside a token", path, line_number);
     if (!valid_utf8(line)) fail("Vocabulary::load: {}:{}: invalid UTF-8", path, line_number);
     std::int64_t id = line_number - 1;
     if (id < kNumSpecial && line != kSpecialTokens[id])

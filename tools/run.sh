@@ -3,10 +3,11 @@
 # machine, as root, it first installs the Debian packages that are missing.
 #
 #   tools/run.sh demo    build the release preset and run the main job (DEMO below)
-#   tools/run.sh test    build and run every test: release preset, then sanitize preset
+#   tools/run.sh test    build and run every test: release preset, then sanitize preset,
+#                        then each fuzz target for FUZZ_SECONDS (20) s (preset fuzz)
 #   tools/run.sh bench   build the release preset and run the benchmarks in bench/
 #
-# Builds go to build/release and build/sanitize (CMakePresets.json) and are
+# Builds go to build/release, build/sanitize and build/fuzz (CMakePresets.json) and are
 # incremental. Safe without a terminal (CI): it never reads stdin or prompts.
 set -euo pipefail
 
@@ -15,7 +16,14 @@ DEMO=(build/release/tools/attend experiment --out experiment)
 
 # Everything the build and the tests need, as Debian 12 packages.
 PACKAGES=(cmake g++ make libopenblas-dev doctest-dev libfmt-dev libcli11-dev nlohmann-json3-dev
-  libopenmpi-dev openmpi-bin)  # Open MPI: data-parallel training and its tests under mpirun
+  libopenmpi-dev openmpi-bin         # Open MPI: data-parallel training and its tests under mpirun
+  clang libfuzzer-14-dev libclang-rt-14-dev)  # the fuzz targets
+
+# The fuzz targets of tests/fuzz/ (build/fuzz/tests/fuzz/fuzz_NAME) as NAME:MAX_LEN,
+# libFuzzer's -max_len for the format (as in tests/fuzz/targets_common.cpp).
+FUZZ_TARGETS=(safetensors:4096 mo:4096 corpus:4096 vocabulary:2048 config:2048 trainer_state:4096
+  tokenizer:1024 bleu:2048 roundtrip:2048)
+FUZZ_SECONDS="${FUZZ_SECONDS:-20}"
 
 # The sanitizer run stops at the first error, with a stack trace. Leak checking
 # works here; set ASAN_OPTIONS=detect_leaks=0 where it cannot (under ptrace).
@@ -92,7 +100,42 @@ cmd_test() {
   export ASAN_OPTIONS="${ASAN_OPTIONS:-$SANITIZER_ASAN_OPTIONS}"
   export UBSAN_OPTIONS="${UBSAN_OPTIONS:-$SANITIZER_UBSAN_OPTIONS}"
   run_tests sanitize
-  say "all tests passed, release and sanitize builds ($((SECONDS - start)) s)"
+  build fuzz
+  run_fuzzers
+  say "all tests passed, release and sanitize builds, fuzzing ($((SECONDS - start)) s)"
+}
+
+# Runs every fuzz target for FUZZ_SECONDS on a scratch copy of its committed corpus
+# (the repository is never written), and fails if any of them finds a crash.
+run_fuzzers() {
+  say "fuzz: ${#FUZZ_TARGETS[@]} targets, ${FUZZ_SECONDS} s each"
+  local scratch entry name max_len crash failed=()
+  scratch="$(mktemp -d "${TMPDIR:-/tmp}/attend-fuzz.XXXXXX")"
+  for entry in "${FUZZ_TARGETS[@]}"; do
+    name="${entry%%:*}" max_len="${entry##*:}"
+    mkdir -p "$scratch/$name/corpus" "$scratch/$name/crashes"
+    cp tests/fuzz/corpus/"$name"/* "$scratch/$name/corpus/"
+    printf 'fuzz_%s ... ' "$name"
+    if "build/fuzz/tests/fuzz/fuzz_$name" -max_total_time="$FUZZ_SECONDS" -max_len="$max_len" -timeout=10 \
+      -rss_limit_mb=2048 -print_final_stats=1 -print_funcs=0 -artifact_prefix="$scratch/$name/crashes/" "$scratch/$name/corpus" \
+      >"$scratch/$name/log" 2>&1 </dev/null; then
+      echo "ok ($(sed -n 's/.*stat::number_of_executed_units: *//p' "$scratch/$name/log") runs)"
+    else
+      echo "FOUND A CRASH"
+      tail -n 40 "$scratch/$name/log"
+      for crash in "$scratch/$name/crashes/"*; do
+        [[ -e "$crash" ]] || continue
+        echo "reproducer: $crash"
+        echo "replay:     build/fuzz/tests/fuzz/fuzz_$name $crash"
+        echo "regression: copy it to tests/fuzz/regressions/$name/ (tests/test_fuzz_regressions.cpp replays it)"
+      done
+      failed+=("$name")
+    fi
+  done
+  if [[ ${#failed[@]} -gt 0 ]]; then
+    die "fuzzing found crashes in: ${failed[*]} (logs and reproducers in $scratch)"
+  fi
+  rm -rf "$scratch"
 }
 
 # Every bench/<name>.cpp is built as build/release/bench/bench_<name>.
@@ -108,7 +151,7 @@ cmd_bench() {
 }
 
 usage() {
-  sed -n '2,10s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+  sed -n '2,11s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
   exit 2
 }
 
