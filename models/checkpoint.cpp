@@ -79,13 +79,11 @@ nlohmann::json read_checkpoint(const std::string& model_dir, nn::Module& model, 
   nlohmann::json state;
   try {
     state = nlohmann::json::parse(read_file(state_path));
-    if (!state.is_object()) fail("resume: {}: not a JSON object", state_path);
-    if (!state.contains("global_step") || !state["global_step"].is_number_integer())
-      fail("resume: {}: 'global_step' is missing or not an integer", state_path);
   } catch (const nlohmann::json::exception& e) {
     fail("resume: {}: {}", state_path, e.what());
   }
-  const std::string step = std::to_string(state["global_step"].get<std::int64_t>());
+  if (!state.is_object()) fail("resume: {}: not a JSON object", state_path);
+  const std::string step = std::to_string(state_count(state, "global_step", state_path));
   for (const char* name : {"last.safetensors", "optimizer.safetensors"}) {
     const std::string path = (fs::path(dir) / name).string();
     const std::string found = step_in_file(path);

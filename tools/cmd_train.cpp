@@ -77,6 +77,8 @@ std::string number_of(double tokens_per_second) {
 }
 
 void run_train(TrainFlags& f) {
+  // From the start, so that a signal during data loading is not lost either: training then stops at once.
+  InterruptHandlers handlers;
   blas::set_num_threads(f.threads);
   f.data.seed = f.train.seed;
   if (f.resume && f.overwrite) fail("--resume and --overwrite exclude each other: continue the run in {}, or replace it", f.out);
@@ -160,11 +162,8 @@ void run_train(TrainFlags& f) {
     else fmt::print("epoch {}: {}\n", r.epoch, line);
     bar.reset();
   };
-  {
-    InterruptHandlers handlers;
-    trainer.stop = &interrupted;
-    trainer.run();
-  }
+  trainer.stop = &interrupted;
+  trainer.run();
   if (staged && !staged->committed())
     fmt::print("\nno model was saved (the run ended before its first); {} is unchanged\n", f.out);
   if (interrupted) {
