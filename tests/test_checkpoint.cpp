@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "core/file_io.hpp"
+#include "core/safetensors.hpp"
 #include "layers/serialize.hpp"
 #include "models/checkpoint.hpp"
 #include "models/model_dir.hpp"

@@ -20,7 +20,7 @@ struct Held {
 Held train_steps(std::int64_t steps) {
   ToyCorpusOptions co;
   co.n = 400;
-  co.min_len = 2;
+  co.min_len = 3;
   co.max_len = 24;  // many lengths, so many batch shapes
   co.seed = 7;
   std::vector<ToySentence> sentences = toy_corpus(co);
