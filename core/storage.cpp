@@ -22,8 +22,13 @@ constexpr bool kCacheByDefault = true;
 
 // Blocks are 64-byte aligned (a cache line, and enough for any SIMD load).
 constexpr std::size_t kAlign = 64;
-// Blocks from here up are mapped pages of their own (see storage.hpp).
+// Blocks from here up are mapped pages of their own (see storage.hpp); never
+// under AddressSanitizer, which only watches the heap.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr std::size_t kMapBytes = SIZE_MAX;
+#else
 constexpr std::size_t kMapBytes = std::size_t{256} << 10;
+#endif
 // A request takes a cached block of up to this many times its size.
 constexpr std::size_t kMaxFitFactor = 2;
 // The cache may always hold this much, even before any large step.
