@@ -28,12 +28,15 @@ namespace {
 std::atomic<bool> interrupted{false};
 std::atomic<int> interrupt_signal{0};
 extern "C" void on_interrupt(int sig) {
-  if (interrupted.exchange(true)) {  // the second signal: stop now (signal and raise are async-signal-safe)
-    std::signal(sig, SIG_DFL);
+  // interrupt_signal records the first signal (and tells a second one apart)
+  // before interrupted is raised: the handler may run on an OpenBLAS thread.
+  int none = 0;
+  if (!interrupt_signal.compare_exchange_strong(none, sig)) {  // the second signal: stop now
+    std::signal(sig, SIG_DFL);  // signal and raise are async-signal-safe
     std::raise(sig);
     return;
   }
-  interrupt_signal = sig;
+  interrupted = true;
 }
 
 // Installs on_interrupt for SIGINT and SIGTERM for its lifetime.
