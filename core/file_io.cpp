@@ -6,6 +6,10 @@
 
 #include <atomic>
 #include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <system_error>
 
@@ -16,10 +20,40 @@ namespace {
 
 std::string reason(int err) { return std::error_code(err, std::generic_category()).message(); }
 
+// The test hook (see file_io.hpp): ATTEND_FAULT=kill-after-rename:N or enospc-at-write:N.
+struct FaultPlan {
+  long kill_after_rename = 0, enospc_at_write = 0;  // 0: never
+  std::atomic<long> renames{0}, writes{0};
+  FaultPlan() {
+    const char* spec = std::getenv("ATTEND_FAULT");
+    if (spec == nullptr) return;
+    long n = 0;
+    if (std::sscanf(spec, "kill-after-rename:%ld", &n) == 1) kill_after_rename = n;
+    else if (std::sscanf(spec, "enospc-at-write:%ld", &n) == 1) enospc_at_write = n;
+  }
+};
+FaultPlan& faults() {
+  static FaultPlan plan;
+  return plan;
+}
+void after_rename() {
+  FaultPlan& f = faults();
+  if (f.kill_after_rename > 0 && ++f.renames == f.kill_after_rename) std::raise(SIGKILL);
+}
+// -1 with errno = ENOSPC when the plan says this write fails, else ::write.
+ssize_t checked_write(int fd, const void* data, std::size_t n) {
+  FaultPlan& f = faults();
+  if (f.enospc_at_write > 0 && ++f.writes == f.enospc_at_write) {
+    errno = ENOSPC;
+    return -1;
+  }
+  return ::write(fd, data, n);
+}
+
 // Writes all of bytes, retrying after short writes and signals.
 void write_all(int fd, std::string_view bytes, const std::string& tmp) {
   while (!bytes.empty()) {
-    ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    ssize_t n = checked_write(fd, bytes.data(), bytes.size());
     if (n < 0) {
       if (errno == EINTR) continue;
       fail("write_file_atomic: {}: cannot write: {}", tmp, reason(errno));
@@ -81,10 +115,9 @@ void write_file_atomic(const std::string& path, std::string_view bytes) {
 void write_file_atomic(const std::string& path, const std::function<void(const ByteSink& sink)>& produce) {
   if (path.empty()) fail("write_file_atomic: the path is empty");
   // A unique name beside the target (rename only works within one file system).
-  static std::atomic<unsigned> counter{0};
   PendingFile tmp;
   for (int attempt = 0; tmp.fd < 0; ++attempt) {
-    tmp.path = fmt::format("{}.tmp-{}-{}", path, ::getpid(), counter++);
+    tmp.path = temp_path_for(path);
     tmp.fd = ::open(tmp.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (tmp.fd < 0 && (errno != EEXIST || attempt == 100)) {
       int err = errno;
@@ -100,7 +133,60 @@ void write_file_atomic(const std::string& path, const std::function<void(const B
   if (::rename(tmp.path.c_str(), path.c_str()) != 0)
     fail("write_file_atomic: {}: cannot rename {} over it: {}", path, tmp.path, reason(errno));
   tmp.committed = true;
+  after_rename();
   sync_directory(path);
+}
+
+std::string temp_path_for(const std::string& path) {
+  static std::atomic<unsigned> counter{0};
+  return fmt::format("{}.tmp-{}-{}", path, ::getpid(), counter++);
+}
+
+void sync_path(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail("sync: {}: cannot open: {}", path, reason(errno));
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  if (rc != 0 && err != EINVAL) fail("sync: {}: {}", path, reason(err));
+}
+
+void rename_path(const std::string& from, const std::string& to) {
+  if (::rename(from.c_str(), to.c_str()) != 0) fail("rename: {} -> {}: {}", from, to, reason(errno));
+  after_rename();
+  sync_directory(to);
+}
+
+void exchange_paths(const std::string& a, const std::string& b) {
+  if (::renameat2(AT_FDCWD, a.c_str(), AT_FDCWD, b.c_str(), RENAME_EXCHANGE) != 0)
+    fail("rename: cannot swap {} and {}: {}", a, b, reason(errno));
+  after_rename();
+  sync_directory(b);
+}
+
+int remove_stale_temporaries(const std::string& dir, const std::string& only_name) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) return 0;
+  int removed = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    // NAME.tmp-PID-N, with PID and N all digits and NAME not empty.
+    const std::string name = entry.path().filename().string();
+    const std::size_t at = name.rfind(".tmp-");
+    if (at == std::string::npos || at == 0) continue;
+    if (!only_name.empty() && name.compare(0, at, only_name) != 0) continue;
+    const std::string rest = name.substr(at + 5);
+    const std::size_t dash = rest.find('-');
+    if (dash == std::string::npos || dash == 0 || dash + 1 == rest.size() || dash > 9) continue;
+    if (rest.find_first_not_of("0123456789-") != std::string::npos || rest.find('-', dash + 1) != std::string::npos)
+      continue;
+    const long pid = std::strtol(rest.substr(0, dash).c_str(), nullptr, 10);
+    if (pid <= 0) continue;
+    // Signal 0 only asks whether the process exists; ours may be writing this very file.
+    if (pid == ::getpid() || ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    std::filesystem::remove_all(entry.path(), ec);
+    if (!ec) ++removed;
+  }
+  return removed;
 }
 
 InputFile::InputFile(const std::string& path, std::string op) : path_(path), op_(std::move(op)) {

@@ -5,6 +5,16 @@
 // temporary file in the same directory, fsyncs it, renames it over the target
 // and fsyncs the directory. A crash, a kill or an exception during the write
 // leaves the previous file (if any) whole; the rename is the commit point.
+//
+// Temporary names are always TARGET.tmp-PID-N (temp_path_for). A kill -9 can
+// leave such files (or directories) behind; remove_stale_temporaries deletes
+// those of processes that no longer run, and nothing else.
+//
+// Fault injection, for the fault tests only: the environment variable
+// ATTEND_FAULT, read once, makes this file misbehave on purpose:
+//   ATTEND_FAULT=kill-after-rename:N   raise SIGKILL right after the Nth rename
+//                                      (rename_path, exchange_paths, write_file_atomic)
+//   ATTEND_FAULT=enospc-at-write:N     the Nth write fails with ENOSPC (disk full)
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -29,6 +39,23 @@ void write_file_atomic(const std::string& path, std::string_view bytes);
 // as it was and the exception propagates.
 using ByteSink = std::function<void(std::string_view bytes)>;
 void write_file_atomic(const std::string& path, const std::function<void(const ByteSink& sink)>& produce);
+
+// A fresh name beside path: PATH.tmp-PID-N (N counts up within the process).
+std::string temp_path_for(const std::string& path);
+
+// rename(2), then fsync of the target's directory; errors name both paths.
+void rename_path(const std::string& from, const std::string& to);
+// Swaps two existing paths (files or directories) in one atomic step
+// (renameat2 RENAME_EXCHANGE), then fsyncs their directory.
+void exchange_paths(const std::string& a, const std::string& b);
+// fsync of a file or directory (flushes a directory's entries).
+void sync_path(const std::string& path);
+
+// Deletes the entries of dir named NAME.tmp-PID-N whose process PID no longer
+// runs (a kill -9 left them); directories are removed with their contents.
+// With a name, only NAME.tmp-PID-N for that NAME. Returns how many were
+// removed. A missing dir removes nothing.
+int remove_stale_temporaries(const std::string& dir, const std::string& name = "");
 
 // A regular file open for reading at arbitrary offsets (readers that validate a
 // header before reading the rest, such as load_safetensors). Errors start with

@@ -1,8 +1,20 @@
 #pragma once
-// Storage: the bytes behind one or more tensors. Freed storage goes back to a
-// cache keyed by its size rounded up to 64 bytes and is handed out again: a training step
-// allocates the same sizes every time, and fresh pages cost ~2.3 us per 4 KiB
-// here, so after the first step no new memory is touched.
+// Storage: the bytes behind one or more tensors, and the caching allocator.
+//
+// Freed storage goes back to a cache and is handed out again: a training step
+// allocates much the same sizes every time, and fresh pages cost ~2.3 us per
+// 4 KiB here, so after the first steps little new memory is touched.
+//
+// The cache is bounded, because bucketed batches vary in shape and a cache
+// keyed by exact size would keep a block for every size ever seen (it once held
+// ~15x the largest step's memory):
+//   - blocks come in size classes, 8 per doubling (at most 12.5% rounding), and a
+//     request may take any cached block up to twice its size;
+//   - the cache holds at most as many bytes as the peak of live bytes (the
+//     largest step so far), so live + cached stays under twice that peak; a block
+//     freed into a full cache evicts the least recently freed ones first;
+//   - blocks of 256 KiB and more are mapped and unmapped directly (mmap), so
+//     what the cache gives back really leaves the process.
 #include <cstddef>
 #include <memory>
 
@@ -22,13 +34,19 @@ class Storage {
  private:
   void* data_ = nullptr;
   std::size_t bytes_ = 0;
+  std::size_t capacity_ = 0;  // the block's real size (a size class, or a larger cached block)
 };
 
 namespace memory {
 // Bytes held in the cache, ready for reuse.
 std::size_t cached_bytes();
-// Bytes handed out to live storages.
+// Bytes handed out to live storages (block sizes).
 std::size_t live_bytes();
+// The largest live_bytes() so far, and the largest live + cached so far.
+std::size_t peak_live_bytes();
+std::size_t peak_held_bytes();
+// Starts both peaks afresh from the current values.
+void reset_peaks();
 // Returns every cached block to the system.
 void empty_cache();
 // Turns the cache on or off (off under AddressSanitizer, so that it can see

@@ -10,6 +10,7 @@
 #include "core/limits.hpp"
 #include "core/printable.hpp"
 #include "layers/serialize.hpp"
+#include "models/checkpoint.hpp"
 
 namespace attend {
 
@@ -156,9 +157,52 @@ LoadedModel load_model_dir(const std::string& dir, const std::string& weights) {
          m.target_vocab.size(), m.config.source_vocab, m.config.target_vocab);
   Generator init(0);
   m.model = std::make_unique<Seq2Seq>(m.config, init);
-  nn::load(*m.model, path_in(dir, weights));
+  const std::string weights_path = path_in(dir, weights);
+  nn::load(*m.model, weights_path);
+  const std::string bad = first_non_finite_parameter(*m.model);
+  if (!bad.empty())
+    fail("{}: the weights are not finite ('{}' holds a NaN or infinity); refusing to use this model", weights_path, bad);
   m.model->eval();
   return m;
+}
+
+StagedModelDir::StagedModelDir(const std::string& final_dir, bool overwrite) {
+  namespace fs = std::filesystem;
+  fs::path p = fs::path(final_dir).lexically_normal();
+  if (p.has_filename() == false && p.has_parent_path()) p = p.parent_path();  // "out/" -> "out"
+  if (p.empty() || p.filename() == "." || p.filename() == "..")
+    fail("--out {}: name a new directory for the model", final_dir);
+  final_ = p.string();
+  std::error_code ec;
+  const fs::file_status st = fs::status(final_, ec);
+  if (fs::exists(st)) {
+    if (!fs::is_directory(st)) fail("--out {}: exists and is not a directory", final_);
+    replaces_ = true;
+    if (!overwrite && !fs::is_empty(final_, ec))
+      fail("--out {}: the directory exists{}; pass --resume to continue its run, --overwrite to replace it, or "
+           "another --out",
+           final_, fs::exists(fs::path(final_) / "model.safetensors") ? " and holds a model" : "");
+  }
+  const fs::path parent = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  remove_stale_temporaries(parent.string(), p.filename().string());
+  staging_ = temp_path_for(final_);
+}
+
+StagedModelDir::~StagedModelDir() {
+  std::error_code ec;
+  if (!committed_) std::filesystem::remove_all(staging_, ec);
+}
+
+void StagedModelDir::commit() {
+  if (committed_) return;
+  if (replaces_) {
+    exchange_paths(staging_, final_);  // the commit point: staging_ now names the old directory
+    committed_ = true;
+    std::filesystem::remove_all(staging_);
+  } else {
+    rename_path(staging_, final_);
+    committed_ = true;
+  }
 }
 
 }  // namespace attend

@@ -35,4 +35,30 @@ LoadedModel load_model_dir(const std::string& dir, const std::string& weights = 
 
 std::string path_in(const std::string& dir, const std::string& name);
 
+// A model directory built in a fresh place beside its final one
+// (DIR.tmp-PID-N) and moved there by one rename once it is worth keeping, so
+// that no one ever sees a half-made model directory, and an existing model
+// stays whole until its replacement loads. Without overwrite, an existing
+// non-empty DIR is refused. Stale staging directories of killed runs are removed.
+class StagedModelDir {
+ public:
+  StagedModelDir(const std::string& final_dir, bool overwrite);
+  ~StagedModelDir();  // removes the staging directory unless committed
+  StagedModelDir(const StagedModelDir&) = delete;
+  StagedModelDir& operator=(const StagedModelDir&) = delete;
+
+  const std::string& final_dir() const { return final_; }
+  // Where to write: the staging directory until commit(), then the final one.
+  const std::string& path() const { return committed_ ? final_ : staging_; }
+  bool committed() const { return committed_; }
+  // Whether commit() replaces an existing directory.
+  bool replaces() const { return replaces_; }
+  // Puts the staged directory in place (swapping it with the old one, which is then deleted).
+  void commit();
+
+ private:
+  std::string final_, staging_;
+  bool replaces_ = false, committed_ = false;
+};
+
 }  // namespace attend

@@ -1,6 +1,7 @@
 #pragma once
 // Everything in models/: the Seq2Seq model, decoding, data, BLEU, training.
 #include "models/bleu.hpp"
+#include "models/checkpoint.hpp"
 #include "models/corpus.hpp"
 #include "models/dataset.hpp"
 #include "models/decoding.hpp"

@@ -10,6 +10,7 @@
 #include "core/file_io.hpp"
 #include "layers/serialize.hpp"
 #include "models/bleu.hpp"
+#include "models/checkpoint.hpp"
 #include "models/model_dir.hpp"
 #include "models/tokenizer.hpp"
 
@@ -23,10 +24,6 @@ double now_seconds() {
 nlohmann::json generator_json(const Generator& g) {
   auto s = g.state();
   return nlohmann::json::array({s[0], s[1], s[2], s[3]});
-}
-void set_generator(Generator& g, const nlohmann::json& j) {
-  g.set_state({j.at(0).get<std::uint64_t>(), j.at(1).get<std::uint64_t>(), j.at(2).get<std::uint64_t>(),
-               j.at(3).get<std::uint64_t>()});
 }
 
 // Puts the model in evaluation mode for the scope, then back in training mode.
@@ -125,7 +122,10 @@ double Trainer::evaluate_bleu(const std::vector<EncodedPair>& data, std::int64_t
 
 std::vector<EpochReport> Trainer::run() {
   session_start_ = now_seconds();
-  if (writes_files()) std::filesystem::create_directories(options_.out_dir);
+  if (writes_files()) {
+    std::filesystem::create_directories(options_.out_dir);
+    remove_stale_temporaries(options_.out_dir);  // left by a kill -9 of an earlier run
+  }
   BatchingOptions batching;
   batching.batch_size = options_.batch;
   BatchOptions batch_options;
@@ -173,6 +173,13 @@ std::vector<EpochReport> Trainer::run() {
       }
       if (options_.clip > 0) optim::clip_grad_norm(params, options_.clip);
       optimizer_->step();
+      if (options_.detect_anomaly) {
+        const std::string bad = first_non_finite_parameter(model_);
+        if (!bad.empty())
+          fail("anomaly: the optimizer step made the weights non-finite ('{}') at step {} (epoch {}, batch {} of {}); "
+               "the loss and the gradients were finite: lower --lr or --clip",
+               bad, global_step_ + 1, epoch_ + 1, it.position(), steps_in_epoch);
+      }
       ++global_step_;
       ++epoch_steps_;
       position_ = it.position();
@@ -226,39 +233,50 @@ void Trainer::finish_epoch(double loss_sum, std::int64_t tokens, std::int64_t st
   // Under MPI rank 0 alone decodes for BLEU (it alone reports it).
   r.valid_bleu = options_.bleu_sentences > 0 && is_root() ? evaluate_bleu(valid_, options_.bleu_sentences) : NAN;
   r.elapsed_seconds = elapsed_seconds();
-  const double key = std::isfinite(r.valid_loss) ? r.valid_loss : r.train_loss;
-  r.best = key < best_valid_loss_;
+  // The best model is the one with the lowest validation loss; without
+  // validation data, the lowest training loss. Losses of one kind are only
+  // ever compared with losses of the same kind, and a NaN (from non-finite
+  // weights) is never better than anything.
+  const bool validated = !valid_.empty();
+  const double key = validated ? r.valid_loss : r.train_loss;
+  double& best = validated ? best_valid_loss_ : best_train_loss_;
+  r.best = std::isfinite(key) && key < best && first_non_finite_parameter(model_).empty();
   if (r.best) {
-    best_valid_loss_ = key;
+    best = key;
     if (writes_files())
       nn::save(model_, path_in(options_.out_dir, "model.safetensors"),
                {{"epoch", std::to_string(r.epoch)}, {"valid_loss", fmt::format("{:.6f}", r.valid_loss)}});
   }
   history_.push_back(r);
-  if (writes_files()) append_log(r);
+  if (writes_files()) write_log();
   if (on_epoch) on_epoch(r);
 }
 
-void Trainer::append_log(const EpochReport& r) const {
-  const std::string path = path_in(options_.out_dir, "train_log.csv");
-  std::string text = std::filesystem::exists(path)
-                         ? read_file(path)
-                         : "epoch,complete,steps,train_loss,valid_loss,valid_perplexity,valid_bleu,elapsed_seconds\n";
-  text += fmt::format("{},{},{},{:.6f},{:.6f},{:.4f},{:.2f},{:.1f}\n", r.epoch, r.complete ? 1 : 0, r.steps,
-                      r.train_loss, r.valid_loss, r.valid_perplexity, r.valid_bleu, r.elapsed_seconds);
-  write_file_atomic(path, text);
+// The whole log, rewritten from history_ (which the checkpoint holds): after a
+// resume it has exactly the checkpoint's rows, never a row twice, and never
+// rows of an unrelated earlier run.
+void Trainer::write_log() const {
+  std::string text = "epoch,complete,steps,train_loss,valid_loss,valid_perplexity,valid_bleu,elapsed_seconds\n";
+  for (const EpochReport& r : history_)
+    text += fmt::format("{},{},{},{:.6f},{:.6f},{:.4f},{:.2f},{:.1f}\n", r.epoch, r.complete ? 1 : 0, r.steps,
+                        r.train_loss, r.valid_loss, std::exp(r.valid_loss), r.valid_bleu, r.elapsed_seconds);
+  write_file_atomic(path_in(options_.out_dir, "train_log.csv"), text);
 }
 
 void Trainer::save_checkpoint() const {
   const std::vector<std::uint64_t> rank_generators = gather_rank_generators();  // collective under MPI
+  // Every rank holds the same weights, so every rank stops here alike.
+  const std::string bad = first_non_finite_parameter(model_);
+  if (!bad.empty())
+    fail("training stopped: the weights are not finite after step {} ('{}' holds a NaN or infinity); nothing was "
+         "saved, {} keeps the previous checkpoint; lower --lr or --clip",
+         global_step_, bad, options_.out_dir);
   if (!writes_files()) return;
-  std::filesystem::create_directories(options_.out_dir);
-  nn::save(model_, path_in(options_.out_dir, "last.safetensors"));
-  nn::save(*optimizer_, path_in(options_.out_dir, "optimizer.safetensors"));
   nlohmann::json history = nlohmann::json::array();
   for (const EpochReport& r : history_)
-    history.push_back({{"epoch", r.epoch}, {"steps", r.steps}, {"complete", r.complete}, {"train_loss", r.train_loss},
-                       {"valid_loss", r.valid_loss}, {"valid_bleu", r.valid_bleu}, {"elapsed_seconds", r.elapsed_seconds}});
+    history.push_back({{"epoch", r.epoch}, {"steps", r.steps}, {"complete", r.complete}, {"best", r.best},
+                       {"train_loss", r.train_loss}, {"valid_loss", r.valid_loss}, {"valid_bleu", r.valid_bleu},
+                       {"elapsed_seconds", r.elapsed_seconds}});
   nlohmann::json state = {
       {"epoch", epoch_},
       {"position", position_},
@@ -268,13 +286,15 @@ void Trainer::save_checkpoint() const {
       {"epoch_steps", epoch_steps_},
       {"elapsed_seconds", elapsed_seconds()},
       {"best_valid_loss", best_valid_loss_},
+      {"best_train_loss", best_train_loss_},
       {"sampling_generator", generator_json(sampling_)},
       {"dropout_generator", generator_json(model_.dropout_generator())},
       {"encoder_dropout_generator", generator_json(model_.encoder.dropout_generator())},
       {"history", history},
   };
   if (!rank_generators.empty()) state["rank_generators"] = rank_generators;  // written under MPI
-  write_file_atomic(path_in(options_.out_dir, "trainer_state.json"), state.dump(2) + "\n");
+  write_checkpoint(options_.out_dir, model_, *optimizer_, state);
+  if (on_checkpoint) on_checkpoint();
 }
 
 void Trainer::resume() {
@@ -293,42 +313,51 @@ void Trainer::resume() {
 }
 
 void Trainer::resume_from_files() {
-  const std::string state_path = path_in(options_.out_dir, "trainer_state.json");
-  if (!std::filesystem::exists(state_path))
-    fail("resume: {} has no checkpoint to resume (trainer_state.json is missing)", options_.out_dir);
-  nn::load(model_, path_in(options_.out_dir, "last.safetensors"));
-  nn::load(*optimizer_, path_in(options_.out_dir, "optimizer.safetensors"));
+  nlohmann::json state = read_checkpoint(options_.out_dir, model_, *optimizer_);
+  const std::string path = path_in(checkpoint_dir(options_.out_dir), "trainer_state.json");
   try {
-    nlohmann::json state = nlohmann::json::parse(read_file(state_path));
-    epoch_ = state.at("epoch").get<std::int64_t>();
-    position_ = state.at("position").get<std::int64_t>();
-    global_step_ = state.at("global_step").get<std::int64_t>();
-    epoch_loss_sum_ = state.at("epoch_loss_sum").get<double>();
-    epoch_tokens_ = state.at("epoch_tokens").get<std::int64_t>();
-    epoch_steps_ = state.at("epoch_steps").get<std::int64_t>();
-    elapsed_before_ = state.at("elapsed_seconds").get<double>();
-    best_valid_loss_ = state.at("best_valid_loss").get<double>();
-    set_generator(sampling_, state.at("sampling_generator"));
-    set_generator(model_.dropout_generator(), state.at("dropout_generator"));
-    set_generator(model_.encoder.dropout_generator(), state.at("encoder_dropout_generator"));
+    epoch_ = state_count(state, "epoch", path);
+    position_ = state_count(state, "position", path);
+    global_step_ = state_count(state, "global_step", path);
+    epoch_loss_sum_ = state_number(state, "epoch_loss_sum", path);
+    epoch_tokens_ = state_count(state, "epoch_tokens", path);
+    epoch_steps_ = state_count(state, "epoch_steps", path);
+    elapsed_before_ = state_number(state, "elapsed_seconds", path);
+    best_valid_loss_ = state_number(state, "best_valid_loss", path);
+    best_train_loss_ = state_number(state, "best_train_loss", path);
+    // JSON has no infinity: "no best yet" is written as null and read as NaN.
+    if (std::isnan(best_valid_loss_)) best_valid_loss_ = INFINITY;
+    if (std::isnan(best_train_loss_)) best_train_loss_ = INFINITY;
+    sampling_.set_state(state_generator(state, "sampling_generator", path));
+    model_.dropout_generator().set_state(state_generator(state, "dropout_generator", path));
+    model_.encoder.dropout_generator().set_state(state_generator(state, "encoder_dropout_generator", path));
     resumed_rank_generators_.clear();
     if (state.contains("rank_generators"))  // a run under MPI: every rank's generators
       resumed_rank_generators_ = state.at("rank_generators").get<std::vector<std::uint64_t>>();
+    if (!state.contains("history") || !state["history"].is_array()) fail("resume: {}: 'history' must be an array", path);
     history_.clear();
-    for (const auto& h : state.at("history")) {
+    for (const auto& h : state["history"]) {
+      if (!h.is_object()) fail("resume: {}: 'history' must hold objects", path);
       EpochReport r;
-      r.epoch = h.at("epoch").get<std::int64_t>();
-      r.steps = h.at("steps").get<std::int64_t>();
+      r.epoch = state_count(h, "epoch", path);
+      r.steps = state_count(h, "steps", path);
       r.complete = h.at("complete").get<bool>();
-      r.train_loss = h.at("train_loss").is_number() ? h.at("train_loss").get<double>() : NAN;
-      r.valid_loss = h.at("valid_loss").is_number() ? h.at("valid_loss").get<double>() : NAN;
-      r.valid_bleu = h.at("valid_bleu").is_number() ? h.at("valid_bleu").get<double>() : NAN;
-      r.elapsed_seconds = h.at("elapsed_seconds").get<double>();
+      r.best = h.value("best", false);
+      r.train_loss = state_number(h, "train_loss", path);
+      r.valid_loss = state_number(h, "valid_loss", path);
+      r.valid_perplexity = std::exp(r.valid_loss);
+      r.valid_bleu = state_number(h, "valid_bleu", path);
+      r.elapsed_seconds = state_number(h, "elapsed_seconds", path);
       history_.push_back(r);
     }
   } catch (const nlohmann::json::exception& e) {
-    fail("resume: {}: {}", state_path, e.what());
+    fail("resume: {}: {}", path, e.what());
   }
+  if (global_step_ < epoch_steps_ || position_ < epoch_steps_)
+    fail("resume: {}: 'global_step' {}, 'position' {} and 'epoch_steps' {} contradict each other", path, global_step_,
+         position_, epoch_steps_);
+  // The log may hold a row written after this checkpoint (a kill between the two).
+  write_log();
 }
 
 }  // namespace attend

@@ -6,14 +6,28 @@
 // A checkpoint directory (TrainOptions::out_dir) holds, besides the files of
 // models/model_dir.hpp (config.json, model.safetensors = the best model so far,
 // the vocabularies):
-//   last.safetensors       the model after the last completed step
-//   optimizer.safetensors  the optimizer's state
-//   trainer_state.json     epoch, position in the epoch, random generators, best loss
-//   train_log.csv          one row per epoch
-// --resume reads the last three and continues with the same data order, the same
+//   checkpoint/            one atomic unit (models/checkpoint.hpp): replaced whole
+//     last.safetensors       the model after the last completed step
+//     optimizer.safetensors  the optimizer's state
+//     trainer_state.json     epoch, position in the epoch, random generators, best
+//                            losses, the history of epochs
+//   train_log.csv          one row per epoch, rewritten from the checkpoint's history
+// --resume reads checkpoint/ and continues with the same data order, the same
 // dropout masks and the same optimizer state, so the losses equal those of an
 // uninterrupted run.
+//
+// Crash safety. A kill at any instant leaves either the previous or the new
+// checkpoint, never a mix (the generation directory is switched by one rename).
+// model.safetensors is saved before the checkpoint that counts its epoch: after a
+// kill between the two, --resume replays that epoch bit for bit and saves the
+// same model again. train_log.csv is regenerated from the checkpoint on resume,
+// so a row written after the checkpoint is dropped, not repeated.
+//
+// No non-finite weight is ever saved: the best model requires a finite
+// validation loss and finite weights, and a checkpoint of non-finite weights
+// throws instead (the previous one stays).
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -79,6 +93,8 @@ class Trainer {
 
   std::function<void(const StepReport&)> on_step;
   std::function<void(const EpochReport&)> on_epoch;
+  // Called after each checkpoint has been committed.
+  std::function<void()> on_checkpoint;
   // Checked between steps; when set, the trainer saves a checkpoint and returns.
   const std::atomic<bool>* stop = nullptr;
 
@@ -99,11 +115,14 @@ class Trainer {
   // Corpus BLEU of greedy translations of data's first `limit` pairs.
   double evaluate_bleu(const std::vector<EncodedPair>& data, std::int64_t limit);
 
-  // The checkpoint of the current position (last.safetensors, optimizer state,
-  // trainer_state.json) into options.out_dir; resume() reads it back. Under MPI
-  // every rank calls both (they gather and share state); rank 0 reads and writes.
+  // The checkpoint of the current position into options.out_dir/checkpoint;
+  // resume() reads it back, checks it, and rewrites train_log.csv to match it.
+  // Under MPI every rank calls both (they gather and share state); rank 0 reads
+  // and writes.
   void save_checkpoint() const;
   void resume();
+  // Where checkpoints go from now on (a run staged elsewhere, then moved).
+  void set_out_dir(std::string dir) { options_.out_dir = std::move(dir); }
 
   std::int64_t epoch() const { return epoch_; }
   std::int64_t global_step() const { return global_step_; }
@@ -115,7 +134,7 @@ class Trainer {
   bool out_of_time() const;
   double elapsed_seconds() const;  // training seconds over all sessions, this one included
   void finish_epoch(double loss_sum, std::int64_t tokens, std::int64_t steps, bool complete);
-  void append_log(const EpochReport& r) const;
+  void write_log() const;
   void resume_from_files();
 
   // Data parallelism (trainer_distributed.cpp); comm_ is null in one process.
@@ -148,7 +167,7 @@ class Trainer {
   // Training time: elapsed_before_ holds the seconds of earlier sessions (resume)
   // and stays fixed while run() runs; elapsed_seconds() adds this session's.
   double elapsed_before_ = 0;
-  double best_valid_loss_ = 1e300;
+  double best_valid_loss_ = INFINITY, best_train_loss_ = INFINITY;
   std::vector<EpochReport> history_;
   std::vector<CurvePoint> curve_;
   double curve_loss_sum_ = 0;

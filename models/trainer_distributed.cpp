@@ -93,6 +93,10 @@ std::vector<std::uint64_t> Trainer::gather_rank_generators() const {
   return comm_->all_gather(mine);
 }
 
+namespace {
+nlohmann::json finite_or_null(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
+}  // namespace
+
 void Trainer::share_resumed_state() {
   Communicator& comm = *comm_;
   broadcast_parameters(comm, model_.parameters());
@@ -113,7 +117,8 @@ void Trainer::share_resumed_state() {
                           {"epoch_tokens", epoch_tokens_},
                           {"epoch_steps", epoch_steps_},
                           {"elapsed_seconds", elapsed_before_},
-                          {"best_valid_loss", best_valid_loss_},
+                          {"best_valid_loss", finite_or_null(best_valid_loss_)},
+                          {"best_train_loss", finite_or_null(best_train_loss_)},
                           {"root_generators", root_generators},
                           {"rank_generators", resumed_rank_generators_}}
                .dump();
@@ -127,7 +132,9 @@ void Trainer::share_resumed_state() {
   epoch_tokens_ = state.at("epoch_tokens").get<std::int64_t>();
   epoch_steps_ = state.at("epoch_steps").get<std::int64_t>();
   elapsed_before_ = state.at("elapsed_seconds").get<double>();
-  best_valid_loss_ = state.at("best_valid_loss").get<double>();
+  // JSON has no infinity: "no best yet" travels as null.
+  best_valid_loss_ = state.at("best_valid_loss").is_null() ? INFINITY : state.at("best_valid_loss").get<double>();
+  best_train_loss_ = state.at("best_train_loss").is_null() ? INFINITY : state.at("best_train_loss").get<double>();
   // With as many ranks as the run that wrote the checkpoint, each rank continues
   // its own generators exactly. Otherwise (a checkpoint of one process, or of
   // another number of ranks) each derives them anew from rank 0's: the data order

@@ -126,14 +126,14 @@ TEST_CASE("checkpoints are complete, loadable and written without leftovers") {
   CHECK(reports[0].best);
   CHECK(std::isfinite(reports[1].valid_loss));
   CHECK(reports[1].valid_perplexity == doctest::Approx(std::exp(reports[1].valid_loss)));
-  for (const char* f : {"config.json", "model.safetensors", "last.safetensors", "optimizer.safetensors",
-                        "trainer_state.json", "train_log.csv", "source.vocab", "target.vocab"})
+  for (const char* f : {"config.json", "model.safetensors", "checkpoint/last.safetensors", "checkpoint/optimizer.safetensors",
+                        "checkpoint/trainer_state.json", "train_log.csv", "source.vocab", "target.vocab"})
     CHECK_MESSAGE(fs::exists(fs::path(dir) / f), f);
   for (const auto& entry : fs::directory_iterator(dir))  // no temporary files left behind
     CHECK(entry.path().filename().string().find(".tmp") == std::string::npos);
   std::string log = read_file((fs::path(dir) / "train_log.csv").string());
   CHECK(std::count(log.begin(), log.end(), '\n') == 3);  // header + one row per epoch
-  LoadedModel loaded = load_model_dir(dir, "last.safetensors");
+  LoadedModel loaded = load_model_dir(dir, "checkpoint/last.safetensors");
   CHECK(loaded.info["note"] == "test");
   CHECK(loaded.target_vocab.tokens() == d.target.tokens());
   auto a = model.state_dict(), b = loaded.model->state_dict();
@@ -179,7 +179,7 @@ TEST_CASE("a stop request saves and returns") {
   };
   t.run();
   CHECK(t.global_step() == 2);
-  CHECK(fs::exists(fs::path(dir) / "trainer_state.json"));
+  CHECK(fs::exists(fs::path(dir) / "checkpoint" / "trainer_state.json"));
   fs::remove_all(dir);
 }
 

@@ -2,6 +2,11 @@
 // gettext catalogs, with validation each epoch, atomic checkpoints, Ctrl-C that
 // saves and exits, and --resume. Under `mpirun -np N` it trains data-parallel
 // (models/distributed.hpp): rank 0 prints and writes, every rank computes.
+//
+// Signals: the first SIGINT or SIGTERM asks the trainer to stop after the
+// current step, save a checkpoint and exit (status 128 + the signal, as a
+// shell reports a signal); a second one ends the process at once, by the
+// signal's default action (the committed checkpoint is whole either way).
 #include <atomic>
 #include <csignal>
 #include <filesystem>
@@ -12,6 +17,7 @@
 
 #include "core/blas.hpp"
 #include "core/limits.hpp"
+#include "models/checkpoint.hpp"
 #include "models/distributed.hpp"
 #include "models/model_dir.hpp"
 #include "models/trainer.hpp"
@@ -25,7 +31,34 @@ namespace attend::tools {
 namespace {
 
 std::atomic<bool> interrupted{false};
-extern "C" void on_interrupt(int) { interrupted = true; }
+std::atomic<int> interrupt_signal{0};
+extern "C" void on_interrupt(int sig) {
+  // interrupt_signal records the first signal (and tells a second one apart)
+  // before interrupted is raised: the handler may run on an OpenBLAS thread.
+  int none = 0;
+  if (!interrupt_signal.compare_exchange_strong(none, sig)) {  // the second signal: stop now
+    std::signal(sig, SIG_DFL);  // signal and raise are async-signal-safe
+    std::raise(sig);
+    return;
+  }
+  interrupted = true;
+}
+
+// Installs on_interrupt for SIGINT and SIGTERM for its lifetime.
+struct InterruptHandlers {
+  InterruptHandlers() {
+    interrupted = false;
+    interrupt_signal = 0;
+    previous_int = std::signal(SIGINT, on_interrupt);
+    previous_term = std::signal(SIGTERM, on_interrupt);
+  }
+  ~InterruptHandlers() {
+    std::signal(SIGINT, previous_int);
+    std::signal(SIGTERM, previous_term);
+  }
+  void (*previous_int)(int);
+  void (*previous_term)(int);
+};
 
 struct TrainFlags {
   DataFlags data;
@@ -43,6 +76,8 @@ struct TrainFlags {
   int threads = 1;
   std::string out = "model";
   bool resume = false;
+  bool overwrite = false;
+  CLI::Option* lr_option = nullptr;  // given explicitly?
 };
 
 std::string number_of(double tokens_per_second) {
@@ -73,7 +108,8 @@ Seq2SeqConfig resumed_config(Communicator& world, const TrainFlags& f, const Dat
   std::string config_json, failure;
   if (world.is_root()) {
     try {
-      LoadedModel saved = load_model_dir(f.out, "last.safetensors");
+      require_checkpoint(f.out);
+      LoadedModel saved = load_model_dir(f.out, "checkpoint/last.safetensors");
       if (saved.source_vocab.tokens() != data.source_vocab.tokens() ||
           saved.target_vocab.tokens() != data.target_vocab.tokens())
         fail("--resume: the data gives other vocabularies than the run in {} was trained with; pass the same data flags",
@@ -92,10 +128,26 @@ Seq2SeqConfig resumed_config(Communicator& world, const TrainFlags& f, const Dat
 }
 
 void train(Communicator& world, TrainFlags& f) {
+  // From the start, so that a signal during data loading is not lost either: training then stops at once.
+  InterruptHandlers handlers;
   const bool root = world.is_root();  // prints, writes the model directory
   blas::set_num_threads(f.threads);
   f.data.seed = f.train.seed;
-  f.train.out_dir = f.out;
+  if (f.resume && f.overwrite) fail("--resume and --overwrite exclude each other: continue the run in {}, or replace it", f.out);
+  // A new run is built beside --out and moved there at its first checkpoint
+  // (StagedModelDir), by rank 0: the other ranks write nothing.
+  std::unique_ptr<StagedModelDir> staged;
+  std::string failure;
+  if (!f.resume && root) {
+    try {
+      staged = std::make_unique<StagedModelDir>(f.out, f.overwrite);
+    } catch (const Error& e) {
+      if (world.size() == 1) throw;
+      failure = e.what();
+    }
+  }
+  if (world.size() > 1) agree_on_failure(world, !failure.empty(), failure);
+  f.train.out_dir = staged ? staged->path() : f.out;
   Dataset data = f.data.load();
   if (world.size() > 1)
     check_same_on_every_rank(world, fingerprint(data), "training data (every host needs the same files and flags)");
@@ -133,14 +185,30 @@ void train(Communicator& world, TrainFlags& f) {
                               {"label_smoothing", f.train.label_smoothing}}}};
     TokenizerOptions tokenizer;
     tokenizer.lowercase = f.data.lowercase;
-    save_model_description(f.out, config, data.source_vocab, data.target_vocab, tokenizer, extra);
+    save_model_description(staged->path(), config, data.source_vocab, data.target_vocab, tokenizer, extra);
   }
   Trainer trainer(model, data.target_vocab, data.train, data.valid, f.train);
   trainer.distribute(world);
   if (f.resume) {
     trainer.resume();
     if (root) fmt::print("resuming {} at epoch {}, step {}\n", f.out, trainer.epoch() + 1, trainer.global_step());
+    // An explicit --lr overrides the checkpoint's (as setting a PyTorch param group's lr after loading would);
+    // without it the run keeps the checkpoint's. The new lr is saved with the next checkpoint. Every rank
+    // holds the same optimizer state, so every rank applies it alike.
+    const double saved_lr = trainer.optimizer().lr();
+    if (f.lr_option != nullptr && f.lr_option->count() > 0 && f.train.lr != saved_lr) {
+      trainer.optimizer().set_lr(f.train.lr);
+      if (root) fmt::print("lr: {} (--lr overrides the checkpoint's {})\n", f.train.lr, saved_lr);
+    }
   }
+  // Until the staged directory is in place, checkpoints go there; it moves to --out at the first
+  // checkpoint, or, when it replaces a model, at the first checkpoint that has a model to load.
+  trainer.on_checkpoint = [&] {
+    if (!staged || staged->committed()) return;
+    if (staged->replaces() && !std::filesystem::exists(path_in(staged->path(), "model.safetensors"))) return;
+    staged->commit();
+    trainer.set_out_dir(staged->final_dir());
+  };
   const bool terminal = is_terminal(stdout);
   std::unique_ptr<ProgressBar> bar;
   double recent_tokens_per_second = 0;
@@ -163,36 +231,31 @@ void train(Communicator& world, TrainFlags& f) {
     trainer.on_step = nullptr;
     trainer.on_epoch = nullptr;
   }
-  interrupted = false;
   trainer.stop = &interrupted;
-  auto previous_handler = std::signal(SIGINT, on_interrupt);
-  std::signal(SIGTERM, on_interrupt);
-  try {
-    trainer.run();
-  } catch (...) {
-    std::signal(SIGINT, previous_handler);
-    throw;
-  }
-  std::signal(SIGINT, previous_handler);
+  trainer.run();
   bool stopped = interrupted;
   if (world.size() > 1) {  // the signal may have reached one rank only; they all stopped
     double any = stopped ? 1 : 0;
     world.sum(std::span<double>(&any, 1));
     stopped = any > 0;
   }
+  // 128 + the signal, as a shell reports one; 130 (SIGINT's) on a rank that stopped for another's.
+  const int stop_status = 128 + (interrupt_signal.load() != 0 ? interrupt_signal.load() : SIGINT);
   if (!root) {
-    if (stopped) throw CLI::RuntimeError(130);
+    if (stopped) throw CLI::RuntimeError(stop_status);
     return;
   }
+  if (staged && !staged->committed())
+    fmt::print("\nno model was saved (the run ended before its first); {} is unchanged\n", f.out);
   if (stopped) {
-    fmt::print("\ninterrupted: checkpoint saved in {}; continue with the same command and --resume\n", f.out);
-    throw CLI::RuntimeError(130);
+    if (!staged || staged->committed())
+      fmt::print("\ninterrupted: checkpoint saved in {}; continue with the same command and --resume\n", f.out);
+    throw CLI::RuntimeError(stop_status);
   }
+  // The best epoch is the one the trainer saved (validation loss, or training loss without validation data).
   const auto& h = trainer.history();
-  auto best = std::min_element(h.begin(), h.end(), [](const EpochReport& a, const EpochReport& b) {
-    return a.valid_loss < b.valid_loss;
-  });
-  if (best != h.end())
+  auto best = std::find_if(h.rbegin(), h.rend(), [](const EpochReport& r) { return r.best; });
+  if (best != h.rend())
     fmt::print("best: epoch {} (valid loss {:.4f}, BLEU {:.2f}); model in {}/model.safetensors, log in {}/train_log.csv\n",
                best->epoch, best->valid_loss, best->valid_bleu, f.out, f.out);
 }
@@ -245,7 +308,9 @@ void add_train_command(CLI::App& app) {
       ->check(check::number(0.0, std::numeric_limits<double>::max()))->capture_default_str();
   cmd->add_option("--max-steps", f.train.max_steps, "Stop after this many steps (0: no limit)")
       ->check(check::integer(0, std::numeric_limits<std::int64_t>::max()))->capture_default_str();
-  cmd->add_option("--lr", f.train.lr, "Learning rate")->check(check::number(0.0, std::numeric_limits<double>::max(), true))->capture_default_str();
+  f.lr_option = cmd->add_option("--lr", f.train.lr, "Learning rate (with --resume: replaces the checkpoint's)")
+                    ->check(check::number(0.0, std::numeric_limits<double>::max(), true))
+                    ->capture_default_str();
   cmd->add_option("--optimizer", f.train.optimizer, "adam, sgd or adadelta")
       ->check(CLI::IsMember({"adam", "sgd", "adadelta"}))
       ->capture_default_str();
@@ -261,6 +326,8 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--threads", f.threads, "OpenBLAS threads")->check(check::threads())->capture_default_str();
   cmd->add_option("--out", f.out, "Directory for the model, checkpoints and the log")->check(check::out_directory())->capture_default_str();
   cmd->add_flag("--resume", f.resume, "Continue the run saved in --out (same data flags)");
+  cmd->add_flag("--overwrite", f.overwrite,
+                "Replace the model in --out (it stays whole until the new run's first model is saved)");
   cmd->add_flag("--detect-anomaly", f.train.detect_anomaly, "Name the first op that produces NaN or infinity (slow)");
   cmd->callback([flags] { run_train(*flags); });
 }
