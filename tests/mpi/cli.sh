@@ -39,8 +39,8 @@ small=(--embed 8 --hidden 8 --batch 8 --bleu-sentences 4)
 out="$(mpi -np 2 "$attend" train --data a.tsv "${small[@]}" --max-steps 5 --out m1 </dev/null 2>&1)" ||
   fail "training under mpirun -np 2: $out"
 [[ $(count '^data-parallel: 2 processes') -eq 1 ]] || fail "expected one 'data-parallel' line: $out"
-[[ -f m1/trainer_state.json && -f m1/model.safetensors ]] || fail "no checkpoint in m1"
-grep -q '"rank_generators"' m1/trainer_state.json || fail "the checkpoint lacks the ranks' generators"
+[[ -f m1/checkpoint/trainer_state.json && -f m1/model.safetensors ]] || fail "no checkpoint in m1"
+grep -q '"rank_generators"' m1/checkpoint/trainer_state.json || fail "the checkpoint lacks the ranks' generators"
 out="$(mpi -np 2 "$attend" train --data a.tsv "${small[@]}" --max-steps 8 --out m1 --resume </dev/null 2>&1)" ||
   fail "resume under mpirun -np 2: $out"
 [[ $(count '^resuming m1 at epoch 1, step 5') -eq 1 ]] || fail "expected one 'resuming' line: $out"
@@ -77,9 +77,9 @@ set -e
 out="$(cat run4.txt)"
 [[ $rc -ne 0 ]] || fail "exit 0 after SIGINT: $out"
 [[ $(count '^interrupted: checkpoint saved in m4') -eq 1 ]] || fail "expected one 'interrupted' line: $out"
-step="$(sed -n 's/^ *"global_step": \([0-9]*\).*/\1/p' m4/trainer_state.json)"
-[[ -n "$step" && "$step" -gt 0 ]] || fail "no step in m4/trainer_state.json"
+step="$(sed -n 's/^ *"global_step": \([0-9]*\).*/\1/p' m4/checkpoint/trainer_state.json)"
+[[ -n "$step" && "$step" -gt 0 ]] || fail "no step in m4/checkpoint/trainer_state.json"
 out="$(mpi -np 2 "$attend" train --data a.tsv "${small[@]}" --epochs 100000 --max-steps $((step + 2)) --out m4 --resume </dev/null 2>&1)" ||
   fail "resume after SIGINT: $out"
-grep -q "\"global_step\": $((step + 2))" m4/trainer_state.json || fail "the resumed run did not reach step $((step + 2))"
+grep -q "\"global_step\": $((step + 2))" m4/checkpoint/trainer_state.json || fail "the resumed run did not reach step $((step + 2))"
 echo "tests/mpi/cli.sh: all passed"

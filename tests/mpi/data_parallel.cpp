@@ -172,7 +172,7 @@ TEST_CASE("a resumed data-parallel run continues exactly as an uninterrupted one
     first.out_dir = dir;
     first.max_steps = 6;  // the middle of the second epoch (5 batches each)
     resumed = train(d, first, &world(), 0.2);
-    if (world().is_root()) CHECK(fs::exists(fs::path(dir) / "trainer_state.json"));
+    if (world().is_root()) CHECK(fs::exists(fs::path(dir) / "checkpoint" / "trainer_state.json"));
   }
   {
     Generator init(99);  // other weights everywhere: the resume must replace them all
@@ -287,7 +287,7 @@ TEST_CASE("a stop request on one rank stops every rank after the same step, with
   t.run();
   CHECK(t.global_step() == 3);  // the request rides on step 3's sum; all stop before step 4
   if (world().is_root()) {
-    CHECK(fs::exists(fs::path(o.out_dir) / "trainer_state.json"));
+    CHECK(fs::exists(fs::path(o.out_dir) / "checkpoint" / "trainer_state.json"));
     fs::remove_all(o.out_dir);
   }
 }
