@@ -186,6 +186,10 @@ StagedModelDir::StagedModelDir(const std::string& final_dir, bool overwrite) {
   const fs::path parent = p.has_parent_path() ? p.parent_path() : fs::path(".");
   remove_stale_temporaries(parent.string(), p.filename().string());
   staging_ = temp_path_for(final_);
+  // Made now, so that a place where --out cannot be is reported under its own name.
+  std::error_code made;
+  fs::create_directories(staging_, made);
+  if (made) fail("{}: cannot create directories: {}", final_, made.message());
 }
 
 StagedModelDir::~StagedModelDir() {

@@ -76,7 +76,7 @@ TEST_CASE("the quick experiment writes well-formed figures, results and report")
   testing::XmlSummary graph = testing::check_xml(text("step_graph.svg"));  // attend explain --graph's picture
   REQUIRE(graph.ok);
   CHECK(graph.classes["panel"] == 2);
-  CHECK(text("report.html").find("additive_attention (H, v") != std::string::npos);  // the fused op, inline
+  CHECK(text("report.html").find("additive_attention_step (H, v") != std::string::npos);  // the fused op, inline
   CHECK(text("report.html").find("Backprop through one step") != std::string::npos);
   fs::remove_all(o.out_dir);
 }

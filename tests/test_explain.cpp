@@ -25,7 +25,7 @@ using attend::tools::ExplainOptions;
 using attend::tools::ExplainResult;
 
 const char* attention_op(const std::string& attention) {
-  return attention == "additive" ? "additive_attention" : "dot_attention";
+  return attention == "additive" ? "additive_attention_step" : "dot_attention_step";
 }
 
 std::vector<std::string> lines_of(const std::string& text) {

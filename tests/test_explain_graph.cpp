@@ -130,7 +130,7 @@ TEST_CASE("explain --graph: composed and fused side by side, the boxes hold expl
     REQUIRE(s.ok);
     CHECK(s.classes["panel"] == 2);
     CHECK(s.classes["edge"] > 20);
-    const std::string fused = std::string(attention) == "additive" ? "additive_attention" : "dot_attention";
+    const std::string fused = std::string(attention) == "additive" ? "additive_attention_step" : "dot_attention_step";
     std::vector<std::string> names{"s", "H", "W_c", "b_c", "W_out", "b_out", "masked_softmax", fused, "cross_entropy"};
     if (std::string(attention) == "additive") names.insert(names.end(), {"W_q", "W_k", "b", "v"});
     if (std::string(attention) == "dot") names.insert(names.end(), {"W_Q", "W_K"});

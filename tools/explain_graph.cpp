@@ -61,7 +61,7 @@ GraphPanel draw(const Setup& st, bool composed) {
   Tensor L = composed ? composed_step(st, s, H, T) : fused_step(st, s, H, T);
   std::vector<GraphNode> nodes = recorded_graph(L, st.names(s, H));
   L.backward();
-  const char* fused_op = st.kind == Kind::Additive ? "additive_attention" : "dot_attention";
+  const char* fused_op = st.kind == Kind::Additive ? "additive_attention_step" : "dot_attention_step";
   return T.panel(composed ? "composed: primitive ops, autograd derives the backward (layers/attention_composed.cpp)"
                           : fmt::format("fused: as training records it, one {} op with a hand-written backward", fused_op),
                  std::move(nodes));
