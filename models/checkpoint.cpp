@@ -101,7 +101,8 @@ nlohmann::json read_checkpoint(const std::string& model_dir, nn::Module& model, 
 namespace attend {
 
 std::string first_non_finite_parameter(const nn::Module& model) {
-  for (const auto& [name, t] : model.named_parameters()) {
+  for (const auto& named : model.named_parameters()) {
+    const Tensor& t = named.second;  // not a structured binding: clang 14 (the fuzz preset) cannot capture one
     const bool finite = dispatch(t.dtype(), [&](auto zero) {
       using T = decltype(zero);
       const T* p = t.data<T>();
@@ -109,7 +110,7 @@ std::string first_non_finite_parameter(const nn::Module& model) {
         if (!std::isfinite(p[i])) return false;
       return true;
     });
-    if (!finite) return name;
+    if (!finite) return named.first;
   }
   return "";
 }
