@@ -82,6 +82,14 @@ Tensor composed(const Lstm& m, const Tensor& x, const Tensor& h0, const Tensor& 
   return L;
 }
 
+// The gradients a backward left in the inputs and the cell's parameters.
+void read_gradients(const Lstm& m, const Tensor& x, const Tensor& h0, const Tensor& c0, Trace& tr) {
+  tr.dx = x.grad().to_vector(), tr.dh0 = h0.grad().to_vector(), tr.dc0 = c0.grad().to_vector();
+  const nn::LSTMWeights& w = m.cell->weights();
+  tr.dW_ih = w.weight_ih.grad().to_vector(), tr.dW_hh = w.weight_hh.grad().to_vector();
+  tr.db_ih = w.bias_ih.grad().to_vector(), tr.db_hh = w.bias_hh.grad().to_vector();
+}
+
 Trace run_composed(const Lstm& m) {
   Trace tr;
   for (auto& v : tr.value) v.resize(kT);
@@ -91,10 +99,7 @@ Trace run_composed(const Lstm& m) {
   Tensor L = composed(m, x, h0, c0, &tr, {});
   tr.loss = L.item();
   L.backward();
-  tr.dx = x.grad().to_vector(), tr.dh0 = h0.grad().to_vector(), tr.dc0 = c0.grad().to_vector();
-  const nn::LSTMWeights& w = m.cell->weights();
-  tr.dW_ih = w.weight_ih.grad().to_vector(), tr.dW_hh = w.weight_hh.grad().to_vector();
-  tr.db_ih = w.bias_ih.grad().to_vector(), tr.db_hh = w.bias_hh.grad().to_vector();
+  read_gradients(m, x, h0, c0, tr);
   return tr;
 }
 
@@ -116,10 +121,7 @@ Trace run_fused(const Lstm& m) {
   }
   tr.loss = L.item();
   L.backward();
-  tr.dx = x.grad().to_vector(), tr.dh0 = h0.grad().to_vector(), tr.dc0 = c0.grad().to_vector();
-  const nn::LSTMWeights& w = m.cell->weights();
-  tr.dW_ih = w.weight_ih.grad().to_vector(), tr.dW_hh = w.weight_hh.grad().to_vector();
-  tr.db_ih = w.bias_ih.grad().to_vector(), tr.db_hh = w.bias_hh.grad().to_vector();
+  read_gradients(m, x, h0, c0, tr);
   return tr;
 }
 
