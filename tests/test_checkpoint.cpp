@@ -16,33 +16,19 @@
 #include "models/model_dir.hpp"
 #include "models/toy_language.hpp"
 #include "models/trainer.hpp"
+#include "tests/toy_data.hpp"
 
 using namespace attend;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Toy {
-  Vocabulary source, target;
-  std::vector<EncodedPair> train, valid;
+struct Toy : attend::testing::ToyData {
   Seq2SeqConfig config;
 };
 
 Toy toy(std::int64_t n) {
-  ToyCorpusOptions o;
-  o.n = n;
-  o.min_len = 3;
-  o.max_len = 6;
-  o.seed = 3;
-  std::vector<ToySentence> sentences = toy_corpus(o);
-  TokenCounts src, tgt;
-  for (const auto& s : sentences) {
-    count_tokens(src, s.source);
-    count_tokens(tgt, s.target);
-  }
-  Toy t{Vocabulary::build(src), Vocabulary::build(tgt), {}, {}, {}};
-  for (std::size_t i = 0; i < sentences.size(); ++i)
-    (i % 5 == 4 ? t.valid : t.train).push_back({t.source.encode(sentences[i].source), t.target.encode(sentences[i].target)});
+  Toy t{attend::testing::toy_data(n, /*max_len=*/6, /*seed=*/3), {}};
   t.config.source_vocab = t.source.size();
   t.config.target_vocab = t.target.size();
   t.config.embed = 6;

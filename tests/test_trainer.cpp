@@ -9,34 +9,15 @@
 #include "models/model_dir.hpp"
 #include "models/toy_language.hpp"
 #include "models/trainer.hpp"
+#include "tests/toy_data.hpp"
 
 using namespace attend;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct ToyData {
-  Vocabulary source, target;
-  std::vector<EncodedPair> train, valid;
-};
-
-ToyData toy_data(std::int64_t n) {
-  ToyCorpusOptions o;
-  o.n = n;
-  o.min_len = 3;
-  o.max_len = 8;
-  o.seed = 2;
-  std::vector<ToySentence> sentences = toy_corpus(o);
-  TokenCounts src, tgt;
-  for (const auto& s : sentences) {
-    count_tokens(src, s.source);
-    count_tokens(tgt, s.target);
-  }
-  ToyData d{Vocabulary::build(src), Vocabulary::build(tgt), {}, {}};
-  for (std::size_t i = 0; i < sentences.size(); ++i)
-    (i % 5 == 4 ? d.valid : d.train).push_back({d.source.encode(sentences[i].source), d.target.encode(sentences[i].target)});
-  return d;
-}
+using attend::testing::ToyData;
+using attend::testing::toy_data;
 
 Seq2SeqConfig small_config(const ToyData& d) {
   Seq2SeqConfig c;

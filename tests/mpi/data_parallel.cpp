@@ -12,6 +12,7 @@
 #include "models/distributed.hpp"
 #include "models/toy_language.hpp"
 #include "models/trainer.hpp"
+#include "tests/toy_data.hpp"
 
 using namespace attend;
 namespace fs = std::filesystem;
@@ -23,30 +24,10 @@ Communicator& world() {
   return *w;
 }
 
-struct ToyData {
-  Vocabulary source, target;
-  std::vector<EncodedPair> train, valid;
-};
-
 // n toy sentences, every fifth held out: 37 training pairs for n = 46, so that
 // batches of 8 end with a batch of 5, which splits unevenly over 2 or 3 ranks.
-ToyData toy_data(std::int64_t n) {
-  ToyCorpusOptions o;
-  o.n = n;
-  o.min_len = 3;
-  o.max_len = 8;
-  o.seed = 2;
-  std::vector<ToySentence> sentences = toy_corpus(o);
-  TokenCounts src, tgt;
-  for (const auto& s : sentences) {
-    count_tokens(src, s.source);
-    count_tokens(tgt, s.target);
-  }
-  ToyData d{Vocabulary::build(src), Vocabulary::build(tgt), {}, {}};
-  for (std::size_t i = 0; i < sentences.size(); ++i)
-    (i % 5 == 4 ? d.valid : d.train).push_back({d.source.encode(sentences[i].source), d.target.encode(sentences[i].target)});
-  return d;
-}
+using attend::testing::ToyData;
+using attend::testing::toy_data;
 
 Seq2SeqConfig small_config(const ToyData& d, double dropout) {
   Seq2SeqConfig c;
