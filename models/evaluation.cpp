@@ -35,6 +35,12 @@ std::vector<TextTranslation> translate_text(Seq2Seq& model, const std::vector<st
       t.log_prob = hyps[k].log_prob;
     }
   }
+  for (TextTranslation& t : out) {
+    t.source_words = t.source_tokens;
+    t.output_words = t.output_tokens;
+    for (std::size_t j = 0; j < t.source_tokens.size(); ++j) t.source_word_of.push_back(static_cast<std::int64_t>(j));
+    for (std::size_t j = 0; j < t.output_tokens.size(); ++j) t.output_word_of.push_back(static_cast<std::int64_t>(j));
+  }
   return out;
 }
 

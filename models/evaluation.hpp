@@ -19,6 +19,10 @@ struct TextTranslation {
   std::string text;                        // detokenized output
   std::vector<std::vector<double>> attention;  // [output token][source token] (empty for attention none)
   double log_prob = 0;
+  // The words of the source and of the output, and for each token the word it
+  // belongs to (for a words model: the tokens themselves and the identity).
+  std::vector<std::string> source_words, output_words;
+  std::vector<std::int64_t> source_word_of, output_word_of;
 };
 
 // Translates each sentence (batched; empty sentences give empty translations).

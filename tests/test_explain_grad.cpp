@@ -20,79 +20,17 @@
 #include "models/evaluation.hpp"
 #include "models/model_dir.hpp"
 #include "models/toy_language.hpp"
+#include "tests/translate_cli.hpp"
 #include "tests/xml_check.hpp"
 #include "tools/commands.hpp"
 
 using namespace attend;
+using attend::testing::run_translate;
+using attend::testing::temp_dir;
+using attend::testing::write_model;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string temp_dir(const char* name) {
-  fs::path p = fs::temp_directory_path() / fmt::format("attend-test-{}-{}", name, ::getpid());
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p.string();
-}
-
-// An untrained model on the toy language: its gradients are large and varied,
-// which is what the picture has to show faithfully.
-void write_model(const std::string& dir, AttentionKind attention) {
-  ToyCorpusOptions o;
-  o.n = 60;
-  o.min_len = 3;
-  o.max_len = 6;
-  o.seed = 4;
-  TokenCounts src, tgt;
-  for (const ToySentence& s : toy_corpus(o)) {
-    count_tokens(src, s.source);
-    count_tokens(tgt, s.target);
-  }
-  Vocabulary source = Vocabulary::build(src), target = Vocabulary::build(tgt);
-  Seq2SeqConfig c;
-  c.source_vocab = source.size();
-  c.target_vocab = target.size();
-  c.embed = 8;
-  c.hidden = 12;
-  c.layers = 1;
-  c.attention = attention;
-  Generator init(7);
-  Seq2Seq model(c, init);
-  save_model_description(dir, c, source, target, TokenizerOptions{});
-  nn::save(model, path_in(dir, "model.safetensors"));
-}
-
-// Runs `attend translate ARGS...` as main() would, returning what it printed.
-std::string run_translate(std::vector<std::string> args) {
-  CLI::App app;
-  tools::add_translate_command(app);
-  args.insert(args.begin(), {"attend", "translate"});
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  std::fflush(stdout);
-  std::FILE* capture = std::tmpfile();
-  REQUIRE(capture != nullptr);
-  const int saved = ::dup(::fileno(stdout));
-  ::dup2(::fileno(capture), ::fileno(stdout));
-  auto restore = [&] {
-    std::fflush(stdout);
-    ::dup2(saved, ::fileno(stdout));
-    ::close(saved);
-  };
-  try {
-    app.parse(static_cast<int>(argv.size()), argv.data());
-  } catch (...) {
-    restore();
-    std::fclose(capture);
-    throw;
-  }
-  restore();
-  std::string out;
-  std::rewind(capture);
-  for (int ch; (ch = std::fgetc(capture)) != EOF;) out += static_cast<char>(ch);
-  std::fclose(capture);
-  return out;
-}
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> out;
@@ -248,7 +186,8 @@ TEST_CASE("--explain-grad refuses a model without attention and malformed lines"
   write_file_atomic(dir + "/two-tabs.tsv", "the cat\tle chat\textra\n");
   write_file_atomic(dir + "/no-reference.tsv", "the cat\t \n");
   CHECK_THROWS_WITH_AS(run_translate({"--model", dir + "/none", "--explain-grad", dir + "/one.tsv"}),
-                       "--explain-grad needs a model with attention; this one has none", Error);
+                       ("translate: --explain-grad needs a model with attention; " + dir + "/none has none").c_str(),
+                       Error);
   CHECK_THROWS_WITH_AS(run_translate({"--model", dir + "/additive", "--explain-grad", dir + "/two-tabs.tsv"}),
                        "translate --explain-grad: line 1 has more than one tab; expected 'source<TAB>reference'", Error);
   CHECK_THROWS_AS(run_translate({"--model", dir + "/additive", "--explain-grad", dir + "/no-reference.tsv"}), Error);

@@ -4,6 +4,7 @@
 // gradient of the loss at them (which alignments training would strengthen).
 // attend eval: BLEU of a model on parallel text, overall and by source length.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -17,187 +18,143 @@
 #include "tools/commands.hpp"
 #include "tools/report.hpp"
 #include "tools/svg.hpp"
+#include "tools/line_reader.hpp"
 #include "tools/terminal.hpp"
+#include "tools/translate.hpp"
 
 namespace attend::tools {
 
 namespace {
 
-struct TranslateFlags {
-  std::string model = "model", input;
-  std::int64_t beam = 1;
-  bool show_attention = false, ascii = false, explain_grad = false;
-  std::string svg_prefix;  // with explain_grad: also write PREFIX_N.svg
-  int threads = 1;
-};
-
 static_assert(limits::kMaxLineBytes == 65536, "update the footer of attend translate");
 
-// The input lines, each checked before anything is translated: an output line
-// per input line is the contract, so a bad line (too long, not UTF-8) is an
-// error naming it rather than a line silently skipped or garbled.
+// A chunk holds at most this many lines (and about kChunkBytes of them): what
+// translate keeps in memory at once, whatever the size of the input.
+constexpr std::size_t kChunkLines = 4096;
+constexpr std::size_t kChunkBytes = std::size_t{4} << 20;
 
-std::vector<std::string> read_lines(const std::string& path) {
-  const bool from_stdin = path.empty() || path == "-";
-  const std::string name = from_stdin ? "<stdin>" : path;
-  std::string text;
-  if (from_stdin) {
-    char chunk[65536];
-    for (std::size_t got; (got = std::fread(chunk, 1, sizeof chunk, stdin)) > 0;) {
-      text.append(chunk, got);
-      if (text.size() > limits::kMaxTextFileBytes)
-        fail("translate: {}: more than {} of input (core/limits.hpp)", name, limits::bytes_text(limits::kMaxTextFileBytes));
+std::vector<LoadedModel> load_models(const TranslateFlags& f) {
+  if (f.models.size() > static_cast<std::size_t>(limits::kMaxEnsemble))
+    fail("translate: {} models given; an ensemble has at most {} (core/limits.hpp)", f.models.size(),
+         limits::kMaxEnsemble);
+  std::vector<LoadedModel> models;
+  for (const std::string& dir : f.models) {
+    models.push_back(load_model_dir(dir));
+    const LoadedModel& first = models.front();
+    const LoadedModel& m = models.back();
+    if (!(m.target_vocab == first.target_vocab))
+      fail("translate: the models of an ensemble must share their target vocabulary: {} has {} target tokens, {} has "
+           "{}{}",
+           f.models.front(), first.target_vocab.size(), dir, m.target_vocab.size(),
+           first.target_vocab.size() == m.target_vocab.size() ? " (the same number, not the same tokens)" : "");
+    if (!(m.source_vocab == first.source_vocab) || m.tokenizer.lowercase != first.tokenizer.lowercase ||
+        m.tokenizer.split_elision != first.tokenizer.split_elision)
+      fail("translate: the models of an ensemble must read the source the same way: {} and {} have different source "
+           "vocabularies or tokenizers",
+           f.models.front(), dir);
+  }
+  return models;
+}
+
+// All lines, for --explain-grad (its input is a handful of sentence pairs).
+std::vector<std::string> read_all_lines(const std::string& path) {
+  LineReader reader(path, "translate");
+  std::vector<std::string> all, chunk;
+  std::size_t bytes = 0;
+  while (reader.next(chunk, kChunkLines, kChunkBytes)) {
+    for (std::string& line : chunk) {
+      bytes += line.size() + 1;
+      if (bytes > limits::kMaxTextFileBytes)
+        fail("translate: {}: more than {} of input (core/limits.hpp)", reader.name(),
+             limits::bytes_text(limits::kMaxTextFileBytes));
+      all.push_back(std::move(line));
     }
-    if (std::ferror(stdin)) fail("translate: {}: cannot read", name);
-  } else {
-    text = limits::read_bounded_file(path, "translate");  // refuses a directory or a FIFO
   }
-  std::vector<std::string> lines = split_lines(text);
-  for (std::size_t i = 0; i < lines.size(); ++i) {
-    std::string& l = lines[i];
-    if (!l.empty() && l.back() == '\r') l.pop_back();
-    if (l.size() > static_cast<std::size_t>(limits::kMaxLineBytes))
-      fail("translate: {}:{}: the line has {} bytes, more than the limit of {} (core/limits.hpp); nothing was "
-           "translated",
-           name, i + 1, l.size(), limits::kMaxLineBytes);
-    if (!valid_utf8(l)) {
-      std::size_t at = 0;
-      for (char32_t c = 0; at < l.size();) {
-        int length = 1;
-        if (!decode_utf8(l, at, c, length)) break;
-        at += static_cast<std::size_t>(length);
-      }
-      fail("translate: {}:{}: invalid UTF-8 at byte {} (from 0); nothing was translated", name, i + 1, at);
-    }
-  }
-  return lines;
+  return all;
 }
 
-// One input line of --explain-grad: "source<TAB>reference", or a source alone.
-struct ExplainPair {
-  std::string source, reference;
-  bool has_reference = false;
-};
-
-ExplainPair split_pair(const std::string& line, std::size_t number) {
-  const std::size_t tab = line.find('\t');
-  if (tab == std::string::npos) return {line, "", false};
-  if (line.find('\t', tab + 1) != std::string::npos)
-    fail("translate --explain-grad: line {} has more than one tab; expected 'source<TAB>reference'", number);
-  ExplainPair p{line.substr(0, tab), line.substr(tab + 1), true};
-  if (p.source.find_first_not_of(" \t") == std::string::npos)
-    fail("translate --explain-grad: line {} has a reference but no source before the tab", number);
-  if (p.reference.find_first_not_of(" \t") == std::string::npos)
-    fail("translate --explain-grad: line {} has a tab but no reference after it (drop the tab to explain the "
-         "model's own translation)",
-         number);
-  return p;
-}
-
-// The strongest want in one direction: the cell with the most negative
-// (sign -1: wanted up) or most positive (+1: wanted down) gradient.
-std::string strongest(const AttentionGradients& g, int sign, const char* a, const char* d) {
-  std::size_t best_t = 0, best_j = 0;
-  double best = 0;
-  for (std::size_t t = 0; t < g.dalpha.size(); ++t)
-    for (std::size_t j = 0; j < g.dalpha[t].size(); ++j)
-      if (sign * g.dalpha[t][j] > best) best = sign * g.dalpha[t][j], best_t = t, best_j = j;
-  if (best == 0) return "none";
-  return fmt::format("{} <- {}  ({} = {:+.4g}, {} = {:.3f})", g.target_tokens[best_t], g.source_tokens[best_j], d,
-                     g.dalpha[best_t][best_j], a, g.alpha[best_t][best_j]);
-}
-
-void write_explain_svg(const std::string& path, const AttentionGradients& g, const std::string& row_axis) {
-  const GradientHeatmaps maps = gradient_heatmaps(g, "alpha (teacher forced)", row_axis);
-  write_file_atomic(path, svg::heatmaps_side_by_side({maps.alpha, maps.dalpha}));
-}
-
-void explain_one(LoadedModel& m, const TranslateFlags& f, std::size_t number, const ExplainPair& pair,
-                 const TextTranslation& translation, const TextTranslation& greedy) {
-  fmt::print("line {}: {}\n", number, pair.source);
-  fmt::print("  translation: {}\n", translation.text);
-  if (translation.source_tokens.empty()) {
-    fmt::print("  (empty source: nothing to explain)\n\n");
-    return;
-  }
-  std::vector<std::string> target = pair.has_reference ? tokenize(pair.reference, m.tokenizer) : greedy.output_tokens;
-  if (pair.has_reference) {
-    std::size_t unknown = 0;
-    for (const std::string& w : target) unknown += m.target_vocab.id(w) == Vocabulary::kUnk;
-    fmt::print("  target (the reference): {}", pair.reference);
-    if (unknown > 0) fmt::print("  ({} of its words are not in the target vocabulary: read as <unk>)", unknown);
-    fmt::print("\n");
-  } else {
-    fmt::print("  target (no reference after a tab: the model's own greedy translation): {}\n", greedy.text);
-  }
-  AttentionGradients g =
-      attention_gradients(*m.model, translation.source_tokens, target, m.source_vocab, m.target_vocab);
-  fmt::print("  loss: {:.4f} per token (mean cross-entropy over {} target tokens, </s> included)\n\n", g.loss,
-             g.target_tokens.size());
-  const char* a = f.ascii ? "alpha" : "α";
-  const char* d = f.ascii ? "dL/dalpha" : "dL/dα";
-  const std::string left =
-      fmt::format("{} (attention)\n", a) + attention_text(g.source_tokens, g.target_tokens, g.alpha, f.ascii);
-  const std::string right =
-      fmt::format("{} (gradient of the loss)\n", d) + signed_text(g.source_tokens, g.target_tokens, g.dalpha, f.ascii);
-  fmt::print("{}{}\n", side_by_side(left, right), signed_legend(signed_scale(g.dalpha), f.ascii));
-  fmt::print("  wanted up most:   {}\n", strongest(g, -1, a, d));
-  fmt::print("  wanted down most: {}\n", strongest(g, +1, a, d));
-  if (!f.svg_prefix.empty()) {
-    const std::string path = fmt::format("{}_{}.svg", f.svg_prefix, number);
-    write_explain_svg(path, g, pair.has_reference ? "reference" : "greedy translation");
-    fmt::print("  wrote {}\n", path);
-  }
-  fmt::print("\n");
-}
-
-// --explain-grad: the loss of each pair is differentiated with teacher forcing
-// on the reference (or, without one, on the greedy translation): beam search
-// only changes the translation printed, never the target explained.
-void run_explain_grad(LoadedModel& m, const TranslateFlags& f, const std::vector<std::string>& lines) {
-  std::vector<ExplainPair> pairs;
-  std::vector<std::string> sources;
-  for (std::size_t i = 0; i < lines.size(); ++i) {
-    pairs.push_back(split_pair(lines[i], i + 1));
-    sources.push_back(pairs.back().source);
-  }
-  auto translate_all = [&](std::int64_t beam) {
-    DecodeOptions options;
-    options.beam = beam;
-    return translate_text(*m.model, sources, m.source_vocab, m.target_vocab, m.tokenizer, options);
-  };
-  std::vector<TextTranslation> out = translate_all(f.beam);
-  const bool all_have_references =
-      std::all_of(pairs.begin(), pairs.end(), [](const ExplainPair& p) { return p.has_reference; });
-  // Without a reference the target is the greedy translation, whatever --beam says.
-  std::vector<TextTranslation> greedy = f.beam > 1 && !all_have_references ? translate_all(1) : out;
-  for (std::size_t i = 0; i < lines.size(); ++i) {
-    if (lines[i].empty()) continue;  // a blank line (often the last one) asks nothing
-    explain_one(m, f, i + 1, pairs[i], out[i], greedy[i]);
-  }
+// Translates one chunk of lines in batches of similar length (less padding),
+// and returns the translations in input order.
+std::vector<TextTranslation> translate_chunk(std::vector<LoadedModel>& models, const std::vector<std::string>& lines,
+                                             const TranslateFlags& f, const DecodeOptions& options) {
+  std::vector<std::size_t> order(lines.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return lines[a].size() < lines[b].size(); });
+  std::vector<std::string> sorted;
+  sorted.reserve(lines.size());
+  for (std::size_t i : order) sorted.push_back(lines[i]);
+  LoadedModel& m = models.front();
+  std::vector<TextTranslation> out = translate_text(*m.model, sorted, m.source_vocab, m.target_vocab, m.tokenizer,
+                                                    options, f.batch);
+  std::vector<TextTranslation> in_order(lines.size());
+  for (std::size_t k = 0; k < order.size(); ++k) in_order[order[k]] = std::move(out[k]);
+  return in_order;
 }
 
 void run_translate(const TranslateFlags& f) {
   blas::set_num_threads(f.threads);
-  LoadedModel m = load_model_dir(f.model);
-  if (f.explain_grad && m.config.attention == AttentionKind::None)
-    fail("--explain-grad needs a model with attention; this one has none");
-  std::vector<std::string> lines = read_lines(f.input);
-  if (f.explain_grad) return run_explain_grad(m, f, lines);
+  std::vector<LoadedModel> models = load_models(f);
+  for (LoadedModel& m : models)
+    if (f.explain_grad || !f.alignments.empty() || f.replace_unk)
+      if (m.config.attention == AttentionKind::None)
+        fail("translate: {} needs a model with attention; {} has none",
+             f.explain_grad        ? "--explain-grad"
+             : !f.alignments.empty() ? "--alignments"
+                                   : "--replace-unk",
+             f.models[static_cast<std::size_t>(&m - models.data())]);
+  if (f.explain_grad) {
+    if (models.size() > 1) fail("translate: --explain-grad explains one model; {} were given", models.size());
+    return run_explain_grad(models.front(), f, read_all_lines(f.input));
+  }
+  const UnkDictionary dictionary = f.unk_dict.empty() ? UnkDictionary() : UnkDictionary::load(f.unk_dict);
   DecodeOptions options;
   options.beam = f.beam;
-  std::vector<TextTranslation> out =
-      translate_text(*m.model, lines, m.source_vocab, m.target_vocab, m.tokenizer, options);
-  for (const TextTranslation& t : out) {
-    fmt::print("{}\n", t.text);
-    if (f.show_attention && !t.attention.empty()) {
-      std::vector<std::string> rows = t.output_tokens;
-      rows.push_back("</s>");
-      std::vector<std::vector<double>> weights = t.attention;
-      weights.resize(rows.size(), std::vector<double>(t.source_tokens.size(), 0.0));
-      fmt::print("{}\n", attention_text(t.source_tokens, rows, weights, f.ascii));
+
+  // A file is read through once first, so that a bad line stops the command
+  // before anything is translated, and the progress bar knows the total.
+  const bool from_file = !(f.input.empty() || f.input == "-");
+  std::int64_t total = 0;
+  if (from_file) {
+    try {
+      total = count_checked_lines(f.input, "translate");
+    } catch (const Error& e) {
+      fail("{}; nothing was translated", e.what());
     }
   }
+  LineReader reader(f.input, "translate");
+  // On a terminal the bar redraws in place; in a log, a line every 10 s (none
+  // for a short run), and always the final speed.
+  const bool terminal = is_terminal(stderr);
+  ProgressBar progress("translate", static_cast<long>(total), terminal, 10.0, stderr);
+  const auto start = std::chrono::steady_clock::now();
+  auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  std::vector<std::string> lines;
+  std::int64_t done = 0;
+  for (;;) {
+    try {
+      if (!reader.next(lines, kChunkLines, kChunkBytes)) break;
+    } catch (const Error& e) {
+      // Standard input cannot be read twice: what came before the bad line is
+      // already translated and written.
+      if (done == 0) fail("{}; nothing was translated", e.what());
+      fail("{}; the {} lines before it were translated", e.what(), done);
+    }
+    std::vector<TextTranslation> out = translate_chunk(models, lines, f, options);
+    std::string text;
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      if (f.replace_unk) replace_unknown_words(out[i], dictionary);
+      text += format_output(out[i], done + static_cast<std::int64_t>(i), f);
+    }
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    done += static_cast<std::int64_t>(out.size());
+    if (!f.quiet && (terminal || seconds() >= 10.0))
+      progress.update(static_cast<long>(done), fmt::format("{:.1f} sentences/s", done / std::max(seconds(), 1e-9)));
+  }
+  if (!f.quiet)
+    fmt::print(stderr, "{}translate: {} sentences in {}, {:.1f} sentences/s\n", terminal ? "\r\033[K" : "", done,
+               format_duration(seconds()), done / std::max(seconds(), 1e-9));
 }
 
 struct EvalFlags {
@@ -241,7 +198,12 @@ void add_translate_command(CLI::App& app) {
       "alone. A line without a tab is explained against the model's own greedy translation. The model needs\n"
       "attention (additive, dot or general).\n"
       "  printf 'the red car\\tla voiture rouge\\n' | attend translate --model DIR --explain-grad --svg grad");
-  cmd->add_option("--model", f->model, "Model directory written by attend train")->capture_default_str();
+  cmd->add_option("--model", f->models,
+                  "Model directory written by attend train (default: model). Given more than once: an ensemble, "
+                  "decoding with the mean of the models' log-probabilities (they must share their vocabularies)")
+      ->type_name("DIR")
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--beam", f->beam,
                   "Beam size (1: greedy). With --explain-grad it changes only the translation printed: the target "
                   "explained is the reference, or the greedy translation")
@@ -258,7 +220,28 @@ void add_translate_command(CLI::App& app) {
   cmd->add_flag("--ascii", f->ascii,
                 "With --show-attention: digits 0-9 instead of shaded blocks; with --explain-grad: signs and digits "
                 "(+3, -7) instead of signs and blocks");
+  auto* alignments = cmd->add_option("--alignments", f->alignments,
+                  "hard: print TRANSLATION<TAB>ALIGNMENT, with 'i-j' pairs (source word i, output word j, from 0) "
+                  "linking each output word to the source word it attends to most, as Moses and fast_align write "
+                  "them; soft: one JSON object per sentence with both token lists and the attention weights")
+      ->check(CLI::IsMember({"soft", "hard"}))
+      ->type_name("soft|hard");
+  auto* replace = cmd->add_flag("--replace-unk", f->replace_unk,
+                "Replace each <unk> of the output by the source word it attends to most (Luong et al. 2015), "
+                "translated through --unk-dict when it is listed there");
+  cmd->add_option("--unk-dict", f->unk_dict,
+                  "With --replace-unk: a word translation table, 'SOURCE TARGET [PROB]' per line (a fast_align or "
+                  "Moses lexical table works); the most probable target of a source word is used")
+      ->type_name("FILE")
+      ->needs(replace)
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--batch", f->batch, "Sentences decoded together (sorted by length within chunks of 4096 lines)")
+      ->check(check::integer(1, limits::kMaxBatch, true))
+      ->capture_default_str();
+  cmd->add_flag("--quiet", f->quiet, "No progress bar or final speed line on stderr");
   cmd->add_option("--threads", f->threads, "OpenBLAS threads")->check(check::threads());
+  alignments->excludes(explain);
+  replace->excludes(explain);
   cmd->add_option("FILE", f->input,
                   "Sentences to translate (default: stdin); with --explain-grad, 'source<TAB>reference' per line");
   cmd->callback([f] { run_translate(*f); });

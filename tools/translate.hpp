@@ -1,0 +1,36 @@
+#pragma once
+// attend translate, shared between its files: cmd_translate.cpp (flags and the
+// streaming loop), translate_output.cpp (what is printed for a sentence) and
+// translate_explain.cpp (--explain-grad).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/alignment.hpp"
+#include "models/evaluation.hpp"
+#include "models/model_dir.hpp"
+
+namespace attend::tools {
+
+struct TranslateFlags {
+  std::vector<std::string> models{"model"};  // several: an ensemble
+  std::string input;
+  std::int64_t beam = 1, n_best = 0, batch = 64;
+  std::string alignments;  // "", "soft" or "hard"
+  bool replace_unk = false;
+  std::string unk_dict;
+  bool show_attention = false, ascii = false, explain_grad = false, quiet = false;
+  std::string svg_prefix;  // with explain_grad: also write PREFIX_N.svg
+  int threads = 1;
+};
+
+// What translate prints for one input line (line_index from 0), newline included.
+std::string format_output(const TextTranslation& t, std::int64_t line_index, const TranslateFlags& f);
+
+// --replace-unk: each <unk> of the output becomes the translation of the source
+// word it attends to most; the text is rebuilt from the new tokens.
+void replace_unknown_words(TextTranslation& t, const UnkDictionary& dictionary);
+
+void run_explain_grad(LoadedModel& m, const TranslateFlags& f, const std::vector<std::string>& lines);
+
+}  // namespace attend::tools
