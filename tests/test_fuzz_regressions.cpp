@@ -69,7 +69,7 @@ TEST_CASE("fuzz: the corpus and regression directories name the targets") {
       CHECK(find_target(entry.path().filename().string()) != nullptr);
     }
   }
-  CHECK(attend::fuzz::targets().size() == 9);
+  CHECK(attend::fuzz::targets().size() == 10);
 }
 
 TEST_CASE("fuzz replay: safetensors") { replay_all("safetensors"); }
@@ -78,6 +78,7 @@ TEST_CASE("fuzz replay: corpus") { replay_all("corpus"); }
 TEST_CASE("fuzz replay: vocabulary") { replay_all("vocabulary"); }
 TEST_CASE("fuzz replay: config") { replay_all("config"); }
 TEST_CASE("fuzz replay: trainer_state") { replay_all("trainer_state"); }
+TEST_CASE("fuzz replay: alignment") { replay_all("alignment"); }
 TEST_CASE("fuzz replay: tokenizer") { replay_all("tokenizer"); }
 TEST_CASE("fuzz replay: bleu") { replay_all("bleu"); }
 TEST_CASE("fuzz replay: roundtrip") { replay_all("roundtrip"); }

@@ -22,7 +22,7 @@ PACKAGES=(cmake g++ make libopenblas-dev doctest-dev libfmt-dev libcli11-dev nlo
 # The fuzz targets of tests/fuzz/ (build/fuzz/tests/fuzz/fuzz_NAME) as NAME:MAX_LEN,
 # libFuzzer's -max_len for the format (as in tests/fuzz/targets_common.cpp).
 FUZZ_TARGETS=(safetensors:4096 mo:4096 corpus:4096 vocabulary:2048 config:2048 trainer_state:4096
-  tokenizer:1024 bleu:2048 roundtrip:2048)
+  tokenizer:1024 bleu:2048 roundtrip:2048 alignment:1024)
 FUZZ_SECONDS="${FUZZ_SECONDS:-20}"
 
 # The sanitizer run stops at the first error, with a stack trace. Leak checking

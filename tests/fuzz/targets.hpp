@@ -27,6 +27,7 @@ int fuzz_trainer_state(const std::uint8_t* data, std::size_t size);   // Trainer
 int fuzz_tokenizer(const std::uint8_t* data, std::size_t size);       // tokenize, detokenize, to_lower
 int fuzz_bleu(const std::uint8_t* data, std::size_t size);            // corpus_bleu, sentence_bleu
 int fuzz_roundtrip(const std::uint8_t* data, std::size_t size);       // save_safetensors then load: equal
+int fuzz_alignment(const std::uint8_t* data, std::size_t size);       // UnkDictionary, hard_alignment, replace_unknown
 
 struct Target {
   std::string_view name;  // the directory under tests/fuzz/corpus/ and regressions/
