@@ -120,7 +120,7 @@ void explain_one(LoadedModel& m, const TranslateFlags& f, std::size_t number, co
     fmt::print("  (empty source: nothing to explain)\n\n");
     return;
   }
-  std::vector<std::string> target = pair.has_reference ? tokenize(pair.reference, m.tokenizer) : greedy.output_tokens;
+  std::vector<std::string> target = pair.has_reference ? m.codecs.target.encode(pair.reference) : greedy.output_tokens;
   if (pair.has_reference) {
     std::size_t unknown = 0;
     for (const std::string& w : target) unknown += m.target_vocab.id(w) == Vocabulary::kUnk;
@@ -164,7 +164,7 @@ void run_explain_grad(LoadedModel& m, const TranslateFlags& f, const std::vector
   auto translate_all = [&](std::int64_t beam) {
     DecodeOptions options;
     options.beam = beam;
-    return translate_text(*m.model, sources, m.source_vocab, m.target_vocab, m.tokenizer, options);
+    return translate_text(*m.model, sources, m.source_vocab, m.target_vocab, m.codecs, options);
   };
   std::vector<TextTranslation> out = translate_all(f.beam);
   const bool all_have_references =
@@ -187,7 +187,7 @@ void run_translate(const TranslateFlags& f) {
   DecodeOptions options;
   options.beam = f.beam;
   std::vector<TextTranslation> out =
-      translate_text(*m.model, lines, m.source_vocab, m.target_vocab, m.tokenizer, options);
+      translate_text(*m.model, lines, m.source_vocab, m.target_vocab, m.codecs, options);
   for (const TextTranslation& t : out) {
     fmt::print("{}\n", t.text);
     if (f.show_attention && !t.attention.empty()) {
@@ -215,7 +215,7 @@ void run_eval(const EvalFlags& f) {
     fail("eval: {} has no usable 'source<TAB>target' lines ({} skipped): nothing to score", f.data, text.skipped);
   DecodeOptions options;
   options.beam = f.beam;
-  BleuReport r = evaluate_bleu_by_length(*m.model, text.pairs, m.source_vocab, m.target_vocab, m.tokenizer, options);
+  BleuReport r = evaluate_bleu_by_length(*m.model, text.pairs, m.source_vocab, m.target_vocab, m.codecs, options);
   fmt::print("BLEU {:.2f}  ({} sentences, beam {})\n", r.overall.score, text.pairs.size(), f.beam);
   fmt::print("{}\n\n", r.overall.signature);
   fmt::print("{:>12} {:>10} {:>8}\n", "source len", "sentences", "BLEU");
