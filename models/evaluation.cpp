@@ -10,11 +10,22 @@ std::vector<TextTranslation> translate_text(Seq2Seq& model, const std::vector<st
                                             const Vocabulary& source_vocab, const Vocabulary& target_vocab,
                                             const TokenizerOptions& tokenizer, const DecodeOptions& options,
                                             std::int64_t batch_size) {
+  return translate_text(model, sentences, source_vocab, target_vocab, TextCodecs::words(tokenizer), options, batch_size);
+}
+
+std::vector<TextTranslation> translate_text(Seq2Seq& model, const std::vector<std::string>& sentences,
+                                            const Vocabulary& source_vocab, const Vocabulary& target_vocab,
+                                            const TextCodecs& codecs, const DecodeOptions& options,
+                                            std::int64_t batch_size) {
+  if (batch_size < 1) fail("translate_text: batch_size must be positive, got {}", batch_size);
   std::vector<TextTranslation> out(sentences.size());
   std::vector<EncodedPair> encoded;
   std::vector<std::size_t> rows;  // which sentence each encoded pair is
   for (std::size_t i = 0; i < sentences.size(); ++i) {
-    out[i].source_tokens = tokenize(sentences[i], tokenizer);
+    out[i].source_tokens = codecs.source.encode(sentences[i]);
+    WordMap words = codecs.source.words(out[i].source_tokens, sentences[i]);
+    out[i].source_words = std::move(words.words);
+    out[i].source_word_of = std::move(words.word_of);
     if (out[i].source_tokens.empty()) continue;
     encoded.push_back({source_vocab.encode(out[i].source_tokens), {}});
     rows.push_back(i);
@@ -30,16 +41,13 @@ std::vector<TextTranslation> translate_text(Seq2Seq& model, const std::vector<st
     for (std::size_t k = 0; k < hyps.size(); ++k) {
       TextTranslation& t = out[rows[start + k]];
       t.output_tokens = target_vocab.decode(strip_eos(hyps[k].tokens), true);
-      t.text = detokenize(t.output_tokens);
+      t.text = codecs.target.decode(t.output_tokens);
+      WordMap words = codecs.target.words(t.output_tokens, t.text);
+      t.output_words = std::move(words.words);
+      t.output_word_of = std::move(words.word_of);
       t.attention = hyps[k].attention;
       t.log_prob = hyps[k].log_prob;
     }
-  }
-  for (TextTranslation& t : out) {
-    t.source_words = t.source_tokens;
-    t.output_words = t.output_tokens;
-    for (std::size_t j = 0; j < t.source_tokens.size(); ++j) t.source_word_of.push_back(static_cast<std::int64_t>(j));
-    for (std::size_t j = 0; j < t.output_tokens.size(); ++j) t.output_word_of.push_back(static_cast<std::int64_t>(j));
   }
   return out;
 }
@@ -47,25 +55,31 @@ std::vector<TextTranslation> translate_text(Seq2Seq& model, const std::vector<st
 BleuReport evaluate_bleu_by_length(Seq2Seq& model, const std::vector<SentencePair>& pairs, const Vocabulary& source_vocab,
                                    const Vocabulary& target_vocab, const TokenizerOptions& tokenizer,
                                    const DecodeOptions& options, std::int64_t width) {
+  return evaluate_bleu_by_length(model, pairs, source_vocab, target_vocab, TextCodecs::words(tokenizer), options, width);
+}
+
+BleuReport evaluate_bleu_by_length(Seq2Seq& model, const std::vector<SentencePair>& pairs, const Vocabulary& source_vocab,
+                                   const Vocabulary& target_vocab, const TextCodecs& codecs,
+                                   const DecodeOptions& options, std::int64_t width) {
   if (width < 1) fail("evaluate_bleu_by_length: bucket width must be positive, got {}", width);
   std::vector<std::string> sources, references;
   for (const SentencePair& p : pairs) {
     sources.push_back(p.source);
     references.push_back(p.target);
   }
-  std::vector<TextTranslation> translations = translate_text(model, sources, source_vocab, target_vocab, tokenizer, options);
+  std::vector<TextTranslation> translations = translate_text(model, sources, source_vocab, target_vocab, codecs, options);
   BleuReport report;
   for (const TextTranslation& t : translations) report.hypotheses.push_back(t.text);
   report.overall = corpus_bleu(report.hypotheses, references);
   std::int64_t longest = 0;
-  for (const TextTranslation& t : translations) longest = std::max<std::int64_t>(longest, static_cast<std::int64_t>(t.source_tokens.size()));
+  for (const TextTranslation& t : translations) longest = std::max<std::int64_t>(longest, static_cast<std::int64_t>(t.source_words.size()));
   for (std::int64_t lo = 1; lo <= longest; lo += width) {
     LengthBucket bucket;
     bucket.lo = lo;
     bucket.hi = lo + width - 1;
     std::vector<std::string> hyp, ref;
     for (std::size_t i = 0; i < translations.size(); ++i) {
-      const auto n = static_cast<std::int64_t>(translations[i].source_tokens.size());
+      const auto n = static_cast<std::int64_t>(translations[i].source_words.size());
       if (n < bucket.lo || n > bucket.hi) continue;
       hyp.push_back(report.hypotheses[i]);
       ref.push_back(references[i]);

@@ -8,6 +8,7 @@
 #include "models/bleu.hpp"
 #include "models/corpus.hpp"
 #include "models/decoding.hpp"
+#include "models/text_codec.hpp"
 #include "models/tokenizer.hpp"
 #include "models/vocabulary.hpp"
 
@@ -17,22 +18,31 @@ struct TextTranslation {
   std::vector<std::string> source_tokens;  // as the model saw them (unknown words shown as typed)
   std::vector<std::string> output_tokens;  // without </s>
   std::string text;                        // detokenized output
-  std::vector<std::vector<double>> attention;  // [output token][source token] (empty for attention none)
-  double log_prob = 0;
-  // The words of the source and of the output, and for each token the word it
-  // belongs to (for a words model: the tokens themselves and the identity).
+  // The words of the source and of the output, and for each source/output
+  // token the index of its word. Words: the tokens, the identity map.
+  // Subwords: a piece starting with U+2581 starts a word; the words are the
+  // whitespace-separated words of the source text and of `text`.
   std::vector<std::string> source_words, output_words;
   std::vector<std::int64_t> source_word_of, output_word_of;
+  std::vector<std::vector<double>> attention;  // [output token][source token] (empty for attention none)
+  double log_prob = 0;
 };
 
 // Translates each sentence (batched; empty sentences give empty translations).
+// The codecs turn text into tokens and output tokens back into text (words or
+// SentencePiece pieces: models/text_codec.hpp).
+std::vector<TextTranslation> translate_text(Seq2Seq& model, const std::vector<std::string>& sentences,
+                                            const Vocabulary& source_vocab, const Vocabulary& target_vocab,
+                                            const TextCodecs& codecs, const DecodeOptions& options = {},
+                                            std::int64_t batch_size = 64);
+// The same for a words model with these tokenizer options.
 std::vector<TextTranslation> translate_text(Seq2Seq& model, const std::vector<std::string>& sentences,
                                             const Vocabulary& source_vocab, const Vocabulary& target_vocab,
                                             const TokenizerOptions& tokenizer, const DecodeOptions& options = {},
                                             std::int64_t batch_size = 64);
 
 struct LengthBucket {
-  std::int64_t lo = 0, hi = 0;  // source lengths lo..hi (tokens)
+  std::int64_t lo = 0, hi = 0;  // source lengths lo..hi (words, for a subword model too)
   std::int64_t sentences = 0;
   BleuScore bleu;
 };
@@ -44,7 +54,11 @@ struct BleuReport {
 };
 
 // BLEU of the model's translations of pairs' sources against their targets,
-// overall and per bucket of `width` source tokens.
+// overall and per bucket of `width` source words. BLEU is sacreBLEU's, on the
+// detokenized translations (a subword model's pieces decoded back to text).
+BleuReport evaluate_bleu_by_length(Seq2Seq& model, const std::vector<SentencePair>& pairs, const Vocabulary& source_vocab,
+                                   const Vocabulary& target_vocab, const TextCodecs& codecs,
+                                   const DecodeOptions& options = {}, std::int64_t width = 10);
 BleuReport evaluate_bleu_by_length(Seq2Seq& model, const std::vector<SentencePair>& pairs, const Vocabulary& source_vocab,
                                    const Vocabulary& target_vocab, const TokenizerOptions& tokenizer,
                                    const DecodeOptions& options = {}, std::int64_t width = 10);

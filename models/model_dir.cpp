@@ -11,6 +11,7 @@
 #include "core/printable.hpp"
 #include "layers/serialize.hpp"
 #include "models/checkpoint.hpp"
+#include "models/subword.hpp"
 
 namespace attend {
 
@@ -123,9 +124,50 @@ void read_config(const std::string& path, LoadedModel& m) {
     if (tokenizer.contains("split_elision"))
       m.tokenizer.split_elision = r.boolean(tokenizer, "tokenizer.", "split_elision");
   }
+  m.codecs = TextCodecs::words(m.tokenizer);
+}
+
+// The subword models named in config.json's "subword" (absent: a words model,
+// as every model made before subwords). Each name is a file in the directory.
+void read_subword_models(const std::string& dir, const std::string& config_path, LoadedModel& m) {
+  if (!m.info.contains("subword")) return;
+  const ConfigReader r(config_path);
+  const json& subword = r.object(m.info, "subword", "subword");
+  auto file = [&](const char* key) {
+    const std::string name = r.string(subword, "subword.", key);
+    if (name.empty() || name == "." || name == ".." || name.find_first_of("/\\") != std::string::npos ||
+        name.find('\0') != std::string::npos)
+      r.bad(std::string("subword.") + key, fmt::format("must name a file in the model directory, got '{}'", printable(name)));
+    return name;
+  };
+  const std::string source = file("source_model"), target = file("target_model");
+  auto source_model = std::make_shared<const SubwordModel>(SubwordModel::load(path_in(dir, source)));
+  auto target_model = source == target ? source_model
+                                       : std::make_shared<const SubwordModel>(SubwordModel::load(path_in(dir, target)));
+  m.codecs = {TextCodec(source_model, m.tokenizer), TextCodec(target_model, m.tokenizer)};
 }
 
 }  // namespace
+
+void save_model_description(const std::string& dir, const Seq2SeqConfig& config, const Vocabulary& source_vocab,
+                            const Vocabulary& target_vocab, const TextCodecs& codecs, const nlohmann::json& extra) {
+  if (codecs.source.is_subword() != codecs.target.is_subword())
+    fail("save_model_description: both sides must be words, or both subwords");
+  if (!codecs.source.is_subword())
+    return save_model_description(dir, config, source_vocab, target_vocab, codecs.source.tokenizer(), extra);
+  std::filesystem::create_directories(dir);
+  nlohmann::json with_subword = extra;
+  const bool joint = codecs.source.subword_ptr() == codecs.target.subword_ptr() ||
+                     codecs.source.subword()->bytes() == codecs.target.subword()->bytes();
+  const std::string source = joint ? "subword.model" : "source.model", target = joint ? "subword.model" : "target.model";
+  codecs.source.subword()->save(path_in(dir, source));
+  if (!joint) codecs.target.subword()->save(path_in(dir, target));
+  json& s = with_subword["subword"];
+  if (!s.is_object()) s = json::object();
+  s["source_model"] = source;
+  s["target_model"] = target;
+  save_model_description(dir, config, source_vocab, target_vocab, codecs.source.tokenizer(), with_subword);
+}
 
 void save_model_description(const std::string& dir, const Seq2SeqConfig& config, const Vocabulary& source_vocab,
                             const Vocabulary& target_vocab, const TokenizerOptions& tokenizer,
@@ -150,6 +192,7 @@ LoadedModel load_model_dir(const std::string& dir, const std::string& weights) {
     fail("{}: not a model directory (it is not a directory; --model takes the directory attend train wrote)", dir);
   LoadedModel m;
   read_config(path_in(dir, "config.json"), m);
+  read_subword_models(dir, path_in(dir, "config.json"), m);
   m.source_vocab = read_vocab(path_in(dir, "source.vocab"));
   m.target_vocab = read_vocab(path_in(dir, "target.vocab"));
   if (m.source_vocab.size() != m.config.source_vocab || m.target_vocab.size() != m.config.target_vocab)

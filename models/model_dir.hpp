@@ -5,6 +5,8 @@
 //   DIR/model.safetensors  the parameters of the best model (lowest validation loss)
 //   DIR/source.vocab       one token per line, in id order
 //   DIR/target.vocab
+//   DIR/subword.model      with subwords: the SentencePiece model of both sides,
+//                          or DIR/source.model and DIR/target.model, one per side
 // Every file is written atomically (temporary file, fsync, rename): a crash
 // during a save leaves the previous version whole.
 #include <memory>
@@ -13,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/seq2seq.hpp"
+#include "models/text_codec.hpp"
 #include "models/tokenizer.hpp"
 #include "models/vocabulary.hpp"
 
@@ -23,12 +26,19 @@ struct LoadedModel {
   nlohmann::json info;  // the whole config.json
   Vocabulary source_vocab, target_vocab;
   TokenizerOptions tokenizer;
+  TextCodecs codecs;  // text <-> tokens: words with `tokenizer`, or SentencePiece
   std::unique_ptr<Seq2Seq> model;
 };
 
 // Writes config.json (config plus `extra` fields) and both vocabularies.
 void save_model_description(const std::string& dir, const Seq2SeqConfig& config, const Vocabulary& source_vocab,
                             const Vocabulary& target_vocab, const TokenizerOptions& tokenizer,
+                            const nlohmann::json& extra = nlohmann::json::object());
+// The same, and for subword codecs their SentencePiece models (subword.model
+// when both sides share one, else source.model and target.model), recorded in
+// config.json under "subword". Words codecs give the words model above.
+void save_model_description(const std::string& dir, const Seq2SeqConfig& config, const Vocabulary& source_vocab,
+                            const Vocabulary& target_vocab, const TextCodecs& codecs,
                             const nlohmann::json& extra = nlohmann::json::object());
 // Reads config.json, the vocabularies and `weights` (default DIR/model.safetensors).
 LoadedModel load_model_dir(const std::string& dir, const std::string& weights = "model.safetensors");

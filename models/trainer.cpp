@@ -113,8 +113,8 @@ double Trainer::evaluate_bleu(const std::vector<EncodedPair>& data, std::int64_t
     Batch b = it.next();
     std::vector<Hypothesis> out = greedy_decode(model_, b);
     for (std::int64_t i = 0; i < b.size(); ++i) {
-      hypotheses.push_back(detokenize(target_vocab_.decode(strip_eos(out[i].tokens), true)));
-      references.push_back(detokenize(target_vocab_.decode(subset[b.example_ids[i]].target, true)));
+      hypotheses.push_back(target_codec.decode(target_vocab_.decode(strip_eos(out[i].tokens), true)));
+      references.push_back(target_codec.decode(target_vocab_.decode(subset[b.example_ids[i]].target, true)));
     }
   }
   return corpus_bleu(hypotheses, references).score;

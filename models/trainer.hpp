@@ -39,6 +39,7 @@
 #include "models/decoding.hpp"
 #include "models/distributed.hpp"
 #include "models/seq2seq.hpp"
+#include "models/text_codec.hpp"
 #include "models/vocabulary.hpp"
 
 namespace attend {
@@ -97,6 +98,9 @@ class Trainer {
   std::function<void()> on_checkpoint;
   // Checked between steps; when set, the trainer saves a checkpoint and returns.
   const std::atomic<bool>* stop = nullptr;
+  // Turns target tokens back into text for validation BLEU (sacreBLEU on
+  // detokenized text): words by default; a subword model's codec decodes pieces.
+  TextCodec target_codec;
 
   // Data-parallel training (models/distributed.hpp, models/trainer_distributed.cpp):
   // every rank constructs the same Trainer on the same data and calls this before

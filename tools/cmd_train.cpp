@@ -78,7 +78,61 @@ struct TrainFlags {
   bool resume = false;
   bool overwrite = false;
   CLI::Option* lr_option = nullptr;  // given explicitly?
+  std::string subword_sides = "joint";
+  std::uint64_t data_seed = 1;
+  CLI::Option* data_seed_option = nullptr;  // given explicitly?
 };
+
+// --subword and --spm-model* as data.subword, and what config.json records of them.
+void apply_subword_flags(TrainFlags& f) {
+  SubwordSetup& s = f.data.subword;
+  s.separate = f.subword_sides == "separate";
+  const bool external = !s.model.empty() || !s.source_model.empty() || !s.target_model.empty();
+  if (!s.type.empty() && external) fail("--subword trains a SentencePiece model; --spm-model* use existing ones: give one");
+  if (!s.model.empty() && (!s.source_model.empty() || !s.target_model.empty()))
+    fail("--spm-model (both sides) and --spm-source-model/--spm-target-model (one per side) exclude each other");
+  if (s.source_model.empty() != s.target_model.empty())
+    fail("--spm-source-model and --spm-target-model go together (or use --spm-model for both sides)");
+}
+
+nlohmann::json subword_record(const TrainFlags& f) {
+  const SubwordSetup& s = f.data.subword;
+  if (!s.type.empty())
+    return {{"type", s.type}, {"vocab_size", s.vocab_size}, {"sides", s.separate ? "separate" : "joint"},
+            {"trained_by", "attend train"}};
+  if (!s.model.empty()) return {{"sides", "joint"}, {"trained_by", "spm_train (--spm-model)"}, {"given", s.model}};
+  return {{"sides", "separate"}, {"trained_by", "spm_train (--spm-source-model, --spm-target-model)"},
+          {"given", {s.source_model, s.target_model}}};
+}
+
+// --resume of a subword run reads the SentencePiece models saved in --out
+// rather than training them again.
+void use_saved_subword_models(TrainFlags& f) {
+  const std::string config_path = path_in(f.out, "config.json");
+  if (!std::filesystem::exists(config_path)) return;  // require_checkpoint says what is missing
+  nlohmann::json saved;
+  try {
+    saved = nlohmann::json::parse(limits::read_bounded_file(config_path, "--resume"));
+  } catch (const nlohmann::json::exception&) {
+    return;  // load_model_dir names the problem
+  }
+  const bool saved_subword = saved.is_object() && saved.contains("subword");
+  if (saved_subword != f.data.subword.enabled())
+    fail("--resume: the run in {} was trained with {}; pass the same data flags", f.out,
+         saved_subword ? "subwords (--subword or --spm-model)" : "words (no --subword)");
+  if (!saved_subword) return;
+  LoadedModel dir = load_model_dir(f.out, "checkpoint/last.safetensors");
+  const auto& j = dir.info["subword"];
+  SubwordSetup s;
+  s.source_model = path_in(f.out, j["source_model"].get<std::string>());
+  s.target_model = path_in(f.out, j["target_model"].get<std::string>());
+  if (s.source_model == s.target_model) {
+    s.model = s.source_model;
+    s.source_model.clear();
+    s.target_model.clear();
+  }
+  f.data.subword = s;
+}
 
 std::string number_of(double tokens_per_second) {
   return tokens_per_second >= 1000 ? fmt::format("{:.1f}k", tokens_per_second / 1000) : fmt::format("{:.0f}", tokens_per_second);
@@ -132,7 +186,9 @@ void train(Communicator& world, TrainFlags& f) {
   InterruptHandlers handlers;
   const bool root = world.is_root();  // prints, writes the model directory
   blas::set_num_threads(f.threads);
-  f.data.seed = f.train.seed;
+  // The split follows --seed unless --data-seed is given: models for an
+  // ensemble differ in --seed but keep one split, hence one vocabulary.
+  f.data.seed = f.data_seed_option != nullptr && f.data_seed_option->count() > 0 ? f.data_seed : f.train.seed;
   if (f.resume && f.overwrite) fail("--resume and --overwrite exclude each other: continue the run in {}, or replace it", f.out);
   // A new run is built beside --out and moved there at its first checkpoint
   // (StagedModelDir), by rank 0: the other ranks write nothing.
@@ -148,6 +204,9 @@ void train(Communicator& world, TrainFlags& f) {
   }
   if (world.size() > 1) agree_on_failure(world, !failure.empty(), failure);
   f.train.out_dir = staged ? staged->path() : f.out;
+  apply_subword_flags(f);
+  const nlohmann::json subword = f.data.subword.enabled() ? subword_record(f) : nlohmann::json();
+  if (f.resume) use_saved_subword_models(f);
   Dataset data = f.data.load();
   if (world.size() > 1)
     check_same_on_every_rank(world, fingerprint(data), "training data (every host needs the same files and flags)");
@@ -171,6 +230,13 @@ void train(Communicator& world, TrainFlags& f) {
     fmt::print("data: {}: {} training and {} validation pairs ({} dropped by length); vocabularies {} and {}\n",
                f.data.describe(), data.train.size(), data.valid.size(), data.dropped_by_length, data.source_vocab.size(),
                data.target_vocab.size());
+    if (data.codecs.source.is_subword())
+      fmt::print("subwords: SentencePiece, {} pieces (source) and {} (target){}\n", data.codecs.source.subword()->size(),
+                 data.codecs.target.subword()->size(),
+                 data.codecs.source.subword_ptr() == data.codecs.target.subword_ptr() ? ", one joint model" : "");
+    fmt::print("unknown tokens in validation: source {:.2f}% ({} of {}), target {:.2f}% ({} of {})\n",
+               100 * data.valid_source_unknown.rate(), data.valid_source_unknown.unknown, data.valid_source_unknown.tokens,
+               100 * data.valid_target_unknown.rate(), data.valid_target_unknown.unknown, data.valid_target_unknown.tokens);
     fmt::print("model: attention {}, embed {}, hidden {}, layers {}{}, dropout {}; {} parameters; {} threads\n",
                attention_name(config.attention), config.embed, config.hidden, config.layers,
                config.bidirectional ? " (bidirectional)" : "", config.dropout, model.num_parameters(), f.threads);
@@ -183,11 +249,11 @@ void train(Communicator& world, TrainFlags& f) {
                              {{"data", f.data.describe()}, {"optimizer", f.train.optimizer}, {"lr", f.train.lr},
                               {"batch", f.train.batch}, {"clip", f.train.clip}, {"seed", f.train.seed},
                               {"label_smoothing", f.train.label_smoothing}}}};
-    TokenizerOptions tokenizer;
-    tokenizer.lowercase = f.data.lowercase;
-    save_model_description(staged->path(), config, data.source_vocab, data.target_vocab, tokenizer, extra);
+    if (!subword.is_null()) extra["subword"] = subword;
+    save_model_description(staged->path(), config, data.source_vocab, data.target_vocab, data.codecs, extra);
   }
   Trainer trainer(model, data.target_vocab, data.train, data.valid, f.train);
+  trainer.target_codec = data.codecs.target;
   trainer.distribute(world);
   if (f.resume) {
     trainer.resume();
@@ -291,6 +357,27 @@ void add_train_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("train", "Train a sequence-to-sequence model with attention");
   flags->data.add_to(*cmd);
   TrainFlags& f = *flags;
+  auto* subword = cmd->add_option("--subword", f.data.subword.type,
+                                  "Subwords instead of words: train a SentencePiece model (unigram or bpe) on the "
+                                  "training text and store it in --out (--max-len then counts pieces)")
+                      ->check(CLI::IsMember({"unigram", "bpe"}));
+  cmd->add_option("--vocab-size", f.data.subword.vocab_size, "With --subword: pieces in the SentencePiece model")
+      ->check(check::integer(8, limits::kMaxVocabulary, true))
+      ->needs(subword)
+      ->capture_default_str();
+  cmd->add_option("--subword-sides", f.subword_sides,
+                  "With --subword: one model for both sides (joint) or one per side (separate)")
+      ->check(CLI::IsMember({"joint", "separate"}))
+      ->needs(subword)
+      ->capture_default_str();
+  cmd->add_option("--spm-model", f.data.subword.model,
+                  "Subwords from an existing SentencePiece model (spm_train's .model) for both sides; copied into --out")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--spm-source-model", f.data.subword.source_model,
+                  "Subwords from existing SentencePiece models, one per side (with --spm-target-model)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--spm-target-model", f.data.subword.target_model, "The target side's model (with --spm-source-model)")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--attention", f.attention, "none, additive (Bahdanau), dot (scaled, projected) or general (Luong)")
       ->check(CLI::IsMember({"none", "additive", "dot", "general"}))
       ->capture_default_str();
@@ -323,6 +410,9 @@ void add_train_command(CLI::App& app) {
       ->check(check::integer(0, std::numeric_limits<std::int64_t>::max()))
       ->capture_default_str();
   cmd->add_option("--seed", f.train.seed, "Seed of the initial weights, the data split and order")->capture_default_str();
+  f.data_seed_option = cmd->add_option("--data-seed", f.data_seed,
+                                       "Seed of the train/validation split and the toy sentences (default: --seed); "
+                                       "models trained with other --seed and one --data-seed share their vocabularies");
   cmd->add_option("--threads", f.threads, "OpenBLAS threads")->check(check::threads())->capture_default_str();
   cmd->add_option("--out", f.out, "Directory for the model, checkpoints and the log")->check(check::out_directory())->capture_default_str();
   cmd->add_flag("--resume", f.resume, "Continue the run saved in --out (same data flags)");

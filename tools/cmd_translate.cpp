@@ -33,6 +33,14 @@ static_assert(limits::kMaxLineBytes == 65536, "update the footer of attend trans
 constexpr std::size_t kChunkLines = 4096;
 constexpr std::size_t kChunkBytes = std::size_t{4} << 20;
 
+// Whether two codecs turn the same text into the same tokens.
+bool same_reading(const TextCodec& a, const TextCodec& b) {
+  if (a.tokenizer().lowercase != b.tokenizer().lowercase) return false;
+  if (a.is_subword() != b.is_subword()) return false;
+  if (a.is_subword()) return a.subword()->bytes() == b.subword()->bytes();
+  return a.tokenizer().split_elision == b.tokenizer().split_elision;
+}
+
 std::vector<LoadedModel> load_models(const TranslateFlags& f) {
   if (f.models.size() > static_cast<std::size_t>(limits::kMaxEnsemble))
     fail("translate: {} models given; an ensemble has at most {} (core/limits.hpp)", f.models.size(),
@@ -47,8 +55,7 @@ std::vector<LoadedModel> load_models(const TranslateFlags& f) {
            "{}{}",
            f.models.front(), first.target_vocab.size(), dir, m.target_vocab.size(),
            first.target_vocab.size() == m.target_vocab.size() ? " (the same number, not the same tokens)" : "");
-    if (!(m.source_vocab == first.source_vocab) || m.tokenizer.lowercase != first.tokenizer.lowercase ||
-        m.tokenizer.split_elision != first.tokenizer.split_elision)
+    if (!(m.source_vocab == first.source_vocab) || !same_reading(m.codecs.source, first.codecs.source))
       fail("translate: the models of an ensemble must read the source the same way: {} and {} have different source "
            "vocabularies or tokenizers",
            f.models.front(), dir);
@@ -85,7 +92,7 @@ std::vector<TextTranslation> translate_chunk(std::vector<LoadedModel>& models, c
   sorted.reserve(lines.size());
   for (std::size_t i : order) sorted.push_back(lines[i]);
   LoadedModel& m = models.front();
-  std::vector<TextTranslation> out = translate_text(*m.model, sorted, m.source_vocab, m.target_vocab, m.tokenizer,
+  std::vector<TextTranslation> out = translate_text(*m.model, sorted, m.source_vocab, m.target_vocab, m.codecs,
                                                     options, f.batch);
   std::vector<TextTranslation> in_order(lines.size());
   for (std::size_t k = 0; k < order.size(); ++k) in_order[order[k]] = std::move(out[k]);
@@ -143,7 +150,7 @@ void run_translate(const TranslateFlags& f) {
     std::vector<TextTranslation> out = translate_chunk(models, lines, f, options);
     std::string text;
     for (std::size_t i = 0; i < out.size(); ++i) {
-      if (f.replace_unk) replace_unknown_words(out[i], dictionary);
+      if (f.replace_unk) replace_unknown_words(out[i], dictionary, models.front().codecs.target);
       text += format_output(out[i], done + static_cast<std::int64_t>(i), f);
     }
     std::fwrite(text.data(), 1, text.size(), stdout);
@@ -172,7 +179,7 @@ void run_eval(const EvalFlags& f) {
     fail("eval: {} has no usable 'source<TAB>target' lines ({} skipped): nothing to score", f.data, text.skipped);
   DecodeOptions options;
   options.beam = f.beam;
-  BleuReport r = evaluate_bleu_by_length(*m.model, text.pairs, m.source_vocab, m.target_vocab, m.tokenizer, options);
+  BleuReport r = evaluate_bleu_by_length(*m.model, text.pairs, m.source_vocab, m.target_vocab, m.codecs, options);
   fmt::print("BLEU {:.2f}  ({} sentences, beam {})\n", r.overall.score, text.pairs.size(), f.beam);
   fmt::print("{}\n\n", r.overall.signature);
   fmt::print("{:>12} {:>10} {:>8}\n", "source len", "sentences", "BLEU");

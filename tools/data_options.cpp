@@ -26,7 +26,7 @@ void DataFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--valid-fraction", valid_fraction, "Share of pairs held out for validation")
       ->check(check::number(0.0, 0.5))
       ->capture_default_str();
-  cmd.add_option("--max-len", max_len, "Drop pairs with a side longer than this (tokens)")
+  cmd.add_option("--max-len", max_len, "Drop pairs with a side longer than this (tokens: words, or subword pieces)")
       ->check(check::integer(1, limits::kMaxLineBytes, true))->capture_default_str();
   cmd.add_option("--vocab-min-count", vocab_min_count, "Leave out words seen fewer times (they become <unk>)")
       ->check(check::integer(1, std::numeric_limits<std::int64_t>::max()))
@@ -64,6 +64,7 @@ Dataset DataFlags::load() const {
   o.source_vocab = {vocab_min_count, vocab_max_size};
   o.target_vocab = {vocab_min_count, vocab_max_size};
   o.tokenizer.lowercase = lowercase;
+  o.subword = subword;
   o.seed = seed;
   return build_dataset(pairs, o);
 }

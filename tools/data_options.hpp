@@ -24,6 +24,7 @@ struct DataFlags {
   std::int64_t max_len = 80;
   std::int64_t vocab_min_count = 1, vocab_max_size = 0;
   std::uint64_t seed = 1;
+  SubwordSetup subword;  // words unless set (attend train's --subword, --spm-model)
 
   void add_to(CLI::App& cmd);
   // Reads the pairs (printing skipped-line warnings to stderr) and builds the dataset.

@@ -16,6 +16,7 @@ DEMO=(build/release/tools/attend experiment --out experiment)
 
 # Everything the build and the tests need, as Debian 12 packages.
 PACKAGES=(cmake g++ make libopenblas-dev doctest-dev libfmt-dev libcli11-dev nlohmann-json3-dev
+  libsentencepiece-dev               # SentencePiece subwords (attend train --subword)
   libopenmpi-dev openmpi-bin         # Open MPI: data-parallel training and its tests under mpirun
   clang libfuzzer-14-dev libclang-rt-14-dev)  # the fuzz targets
 

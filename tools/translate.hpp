@@ -29,7 +29,7 @@ std::string format_output(const TextTranslation& t, std::int64_t line_index, con
 
 // --replace-unk: each <unk> of the output becomes the translation of the source
 // word it attends to most; the text is rebuilt from the new tokens.
-void replace_unknown_words(TextTranslation& t, const UnkDictionary& dictionary);
+void replace_unknown_words(TextTranslation& t, const UnkDictionary& dictionary, const TextCodec& target);
 
 void run_explain_grad(LoadedModel& m, const TranslateFlags& f, const std::vector<std::string>& lines);
 

@@ -63,7 +63,7 @@ void explain_one(LoadedModel& m, const TranslateFlags& f, std::size_t number, co
     fmt::print("  (empty source: nothing to explain)\n\n");
     return;
   }
-  std::vector<std::string> target = pair.has_reference ? tokenize(pair.reference, m.tokenizer) : greedy.output_tokens;
+  std::vector<std::string> target = pair.has_reference ? m.codecs.target.encode(pair.reference) : greedy.output_tokens;
   if (pair.has_reference) {
     std::size_t unknown = 0;
     for (const std::string& w : target) unknown += m.target_vocab.id(w) == Vocabulary::kUnk;
@@ -109,7 +109,7 @@ void run_explain_grad(LoadedModel& m, const TranslateFlags& f, const std::vector
   auto translate_all = [&](std::int64_t beam) {
     DecodeOptions options;
     options.beam = beam;
-    return translate_text(*m.model, sources, m.source_vocab, m.target_vocab, m.tokenizer, options);
+    return translate_text(*m.model, sources, m.source_vocab, m.target_vocab, m.codecs, options);
   };
   std::vector<TextTranslation> out = translate_all(f.beam);
   const bool all_have_references =

@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "models/tokenizer.hpp"
 #include "tools/terminal.hpp"
 #include "tools/translate.hpp"
 
@@ -32,10 +31,31 @@ std::string soft_alignment(const TextTranslation& t) {
 
 }  // namespace
 
-void replace_unknown_words(TextTranslation& t, const UnkDictionary& dictionary) {
-  if (replace_unknown(t.output_tokens, t.attention, t.source_words, t.source_word_of, dictionary).empty()) return;
-  t.output_words = t.output_tokens;
-  t.text = detokenize(t.output_tokens);
+void replace_unknown_words(TextTranslation& t, const UnkDictionary& dictionary, const TextCodec& target) {
+  const std::vector<std::string> pieces = t.output_tokens;
+  const std::vector<UnkReplacement> done =
+      replace_unknown(t.output_tokens, t.attention, t.source_words, t.source_word_of, dictionary);
+  if (done.empty()) return;
+  if (!target.is_subword()) {
+    t.text = target.decode(t.output_tokens);
+  } else {
+    // SentencePiece would decode a word it does not have as " ⁇ ", so the text is
+    // joined here: each piece's U+2581 is a space, and a replaced <unk> that
+    // started a word gets one.
+    std::string text;
+    std::size_t next = 0;
+    for (std::size_t i = 0; i < pieces.size(); ++i) {
+      const bool replaced = next < done.size() && static_cast<std::size_t>(done[next].target) == i;
+      const bool starts_word = replaced ? i == 0 || t.output_word_of[i] != t.output_word_of[i - 1]
+                                        : pieces[i].rfind("\u2581", 0) == 0;
+      if (starts_word && !text.empty()) text += ' ';
+      text += replaced ? done[next++].replacement : target.decode({pieces[i]});
+    }
+    t.text = text;
+  }
+  const WordMap words = target.words(t.output_tokens, t.text);
+  t.output_words = words.words;
+  t.output_word_of = words.word_of;
 }
 
 std::string format_output(const TextTranslation& t, std::int64_t /*line_index*/, const TranslateFlags& f) {
