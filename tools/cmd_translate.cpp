@@ -195,8 +195,11 @@ void add_translate_command(CLI::App& app) {
   auto f = std::make_shared<TranslateFlags>();
   auto* cmd = app.add_subcommand("translate", "Translate sentences (one per line) from FILE or stdin");
   cmd->footer(
-      "Each input line gives one output line. Every line is checked before any is translated: a line that is not\n"
-      "valid UTF-8, or longer than 65536 bytes, is an error naming it (FILE:LINE), and nothing is translated.\n\n"
+      "Each input line gives one output line (K lines with --n-best K). The input is read in chunks of 4096 lines,\n"
+      "each translated in batches sorted by length and written in input order, so memory stays bounded for any\n"
+      "file; progress and sentences/s go to stderr. Every line of a FILE is checked before any is translated: a\n"
+      "line that is not valid UTF-8, or longer than 65536 bytes, is an error naming it (FILE:LINE), and nothing is\n"
+      "translated. Standard input cannot be read twice: there the error says how many lines were translated.\n\n"
       "--explain-grad reads 'source<TAB>reference' lines and, for each, differentiates the loss of the reference\n"
       "(teacher forcing) at the attention weights: it prints the translation, the loss per token, then alpha and\n"
       "dL/dalpha side by side. '+' marks a weight the loss wants up (dL/dalpha < 0: the loss falls if it grows),\n"
