@@ -5,6 +5,7 @@
 #include "models/corpus.hpp"
 #include "models/dataset.hpp"
 #include "models/decoding.hpp"
+#include "models/ensemble.hpp"
 #include "models/evaluation.hpp"
 #include "models/gettext.hpp"
 #include "models/model_dir.hpp"
