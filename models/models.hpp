@@ -1,5 +1,6 @@
 #pragma once
 // Everything in models/: the Seq2Seq model, decoding, data, BLEU, training.
+#include "models/average.hpp"
 #include "models/bleu.hpp"
 #include "models/checkpoint.hpp"
 #include "models/corpus.hpp"
