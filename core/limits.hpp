@@ -31,7 +31,8 @@ inline constexpr std::int64_t kMaxParameters = 1LL << 28;  // 268 M: 1 GiB of fl
 // ---- inputs and flags
 inline constexpr std::int64_t kMaxLineBytes = 65536;  // one sentence given to translate, eval or train
 inline constexpr std::int64_t kMaxBeam = 256;         // --beam
-inline constexpr std::int64_t kMaxEnsemble = 16;      // translate --model A --model B ...
+inline constexpr std::int64_t kMaxEnsemble = 32;      // models decoding together (translate --model A --model B ...)
+inline constexpr std::int64_t kMaxAverage = 256;      // model directories `attend average` reads
 inline constexpr int kMaxThreads = 256;               // --threads
 inline constexpr std::int64_t kMaxBatch = 65536;      // --batch (sentences)
 inline constexpr std::int64_t kMaxSequence = 100000;  // bench --src-len / --tgt-len (tokens)

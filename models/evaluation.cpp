@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "autograd/ops.hpp"
+#include "models/ensemble.hpp"
 
 namespace attend {
 
@@ -17,36 +18,66 @@ std::vector<TextTranslation> translate_text(Seq2Seq& model, const std::vector<st
                                             const Vocabulary& source_vocab, const Vocabulary& target_vocab,
                                             const TextCodecs& codecs, const DecodeOptions& options,
                                             std::int64_t batch_size) {
+  DecodeOptions best = options;
+  best.n_best = 1;
+  Seq2Seq* models[] = {&model};
+  std::vector<std::vector<TextTranslation>> lists =
+      translate_text_n_best(models, sentences, source_vocab, target_vocab, codecs, best, batch_size);
+  std::vector<TextTranslation> out;
+  out.reserve(lists.size());
+  for (std::vector<TextTranslation>& list : lists) out.push_back(std::move(list.front()));
+  return out;
+}
+
+std::vector<std::vector<TextTranslation>> translate_text_n_best(std::span<Seq2Seq* const> models,
+                                                                const std::vector<std::string>& sentences,
+                                                                const Vocabulary& source_vocab,
+                                                                const Vocabulary& target_vocab, const TextCodecs& codecs,
+                                                                const DecodeOptions& options, std::int64_t batch_size) {
   if (batch_size < 1) fail("translate_text: batch_size must be positive, got {}", batch_size);
-  std::vector<TextTranslation> out(sentences.size());
+  check_decode_options(options);
+  check_ensemble(models);
+  // An empty sentence keeps one empty translation, whatever n_best is.
+  std::vector<std::vector<TextTranslation>> out(sentences.size(), std::vector<TextTranslation>(1));
   std::vector<EncodedPair> encoded;
   std::vector<std::size_t> rows;  // which sentence each encoded pair is
   for (std::size_t i = 0; i < sentences.size(); ++i) {
-    out[i].source_tokens = codecs.source.encode(sentences[i]);
-    WordMap words = codecs.source.words(out[i].source_tokens, sentences[i]);
-    out[i].source_words = std::move(words.words);
-    out[i].source_word_of = std::move(words.word_of);
-    if (out[i].source_tokens.empty()) continue;
-    encoded.push_back({source_vocab.encode(out[i].source_tokens), {}});
+    TextTranslation& t = out[i].front();
+    t.source_tokens = codecs.source.encode(sentences[i]);
+    WordMap words = codecs.source.words(t.source_tokens, sentences[i]);
+    t.source_words = std::move(words.words);
+    t.source_word_of = std::move(words.word_of);
+    if (t.source_tokens.empty()) continue;
+    encoded.push_back({source_vocab.encode(t.source_tokens), {}});
     rows.push_back(i);
   }
   BatchOptions batch_options;
-  batch_options.mask_dtype = model.dtype();
+  batch_options.mask_dtype = models.front()->dtype();
   for (std::size_t start = 0; start < encoded.size(); start += static_cast<std::size_t>(batch_size)) {
     const std::size_t end = std::min(encoded.size(), start + static_cast<std::size_t>(batch_size));
     std::vector<std::int64_t> ids;
     for (std::size_t k = start; k < end; ++k) ids.push_back(static_cast<std::int64_t>(k));
     Batch batch = make_batch(encoded, ids, batch_options);
-    std::vector<Hypothesis> hyps = translate(model, batch, options);
-    for (std::size_t k = 0; k < hyps.size(); ++k) {
-      TextTranslation& t = out[rows[start + k]];
-      t.output_tokens = target_vocab.decode(strip_eos(hyps[k].tokens), true);
-      t.text = codecs.target.decode(t.output_tokens);
-      WordMap words = codecs.target.words(t.output_tokens, t.text);
-      t.output_words = std::move(words.words);
-      t.output_word_of = std::move(words.word_of);
-      t.attention = hyps[k].attention;
-      t.log_prob = hyps[k].log_prob;
+    std::vector<std::vector<Hypothesis>> lists = decode_n_best(models, batch, options);
+    for (std::size_t k = 0; k < lists.size(); ++k) {
+      std::vector<TextTranslation>& list = out[rows[start + k]];
+      const TextTranslation source = list.front();  // the source side, shared by every hypothesis
+      list.clear();
+      for (const Hypothesis& h : lists[k]) {
+        TextTranslation t = source;
+        t.output_tokens = target_vocab.decode(strip_eos(h.tokens), true);
+        t.text = codecs.target.decode(t.output_tokens);
+        WordMap words = codecs.target.words(t.output_tokens, t.text);
+        t.output_words = std::move(words.words);
+        t.output_word_of = std::move(words.word_of);
+        t.attention = h.attention;
+        t.log_prob = h.log_prob;
+        t.score = h.score;
+        t.length_penalty = h.length_penalty;
+        t.coverage_penalty = h.coverage_penalty;
+        list.push_back(std::move(t));
+      }
+      if (list.empty()) list.push_back(source);
     }
   }
   return out;

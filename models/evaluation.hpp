@@ -2,6 +2,7 @@
 // Translating text and scoring it: sentences in, detokenized translations (with
 // their attention) out, and BLEU overall and by source length.
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,7 @@ struct TextTranslation {
   std::vector<std::int64_t> source_word_of, output_word_of;
   std::vector<std::vector<double>> attention;  // [output token][source token] (empty for attention none)
   double log_prob = 0;
+  double score = 0, length_penalty = 1, coverage_penalty = 0;  // as in Hypothesis (models/decoding.hpp)
 };
 
 // Translates each sentence (batched; empty sentences give empty translations).
@@ -35,6 +37,14 @@ std::vector<TextTranslation> translate_text(Seq2Seq& model, const std::vector<st
                                             const Vocabulary& source_vocab, const Vocabulary& target_vocab,
                                             const TextCodecs& codecs, const DecodeOptions& options = {},
                                             std::int64_t batch_size = 64);
+// The options.n_best best translations of each sentence, best first, decoded by
+// the models together (an ensemble: the mean of their log-probabilities; one
+// model is the usual case). The models share the vocabularies and codecs.
+std::vector<std::vector<TextTranslation>> translate_text_n_best(std::span<Seq2Seq* const> models,
+                                                                const std::vector<std::string>& sentences,
+                                                                const Vocabulary& source_vocab,
+                                                                const Vocabulary& target_vocab, const TextCodecs& codecs,
+                                                                const DecodeOptions& options, std::int64_t batch_size = 64);
 // The same for a words model with these tokenizer options.
 std::vector<TextTranslation> translate_text(Seq2Seq& model, const std::vector<std::string>& sentences,
                                             const Vocabulary& source_vocab, const Vocabulary& target_vocab,

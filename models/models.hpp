@@ -1,11 +1,13 @@
 #pragma once
 // Everything in models/: the Seq2Seq model, decoding, data, BLEU, training.
 #include "models/alignment.hpp"
+#include "models/average.hpp"
 #include "models/bleu.hpp"
 #include "models/checkpoint.hpp"
 #include "models/corpus.hpp"
 #include "models/dataset.hpp"
 #include "models/decoding.hpp"
+#include "models/ensemble.hpp"
 #include "models/evaluation.hpp"
 #include "models/gettext.hpp"
 #include "models/model_dir.hpp"

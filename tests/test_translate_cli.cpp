@@ -215,3 +215,66 @@ TEST_CASE("a bad line: a file is refused before anything is translated; stdin sa
   const std::string crlf = "the cat\r\nthe red car\r\n";
   CHECK(lines_of(run_translate({"--model", dir + "/m", "--quiet"}, &crlf)).size() == 2);
 }
+
+TEST_CASE("--n-best K: Moses n-best lines that parse, best first, the first being the 1-best translation") {
+  const std::string dir = temp_dir("translate-nbest");
+  write_model(dir + "/m", AttentionKind::Additive);
+  write_file_atomic(dir + "/in.txt", kSources);
+  const std::vector<std::string> sources = lines_of(kSources);
+  const std::regex line(R"(^([0-9]+) \|\|\| (.*) \|\|\| LogProb= (\S+) LengthPenalty= (\S+) CoveragePenalty= (\S+) \|\|\| (\S+)( \|\|\| ([0-9 -]*))?$)");
+  for (const char* penalty : {"average", "gnmt"}) {
+    CAPTURE(penalty);
+    const std::vector<std::string> best = lines_of(run_translate(
+        {"--model", dir + "/m", "--beam", "4", "--length-penalty", penalty, "--quiet", dir + "/in.txt"}));
+    const std::vector<std::string> hard = lines_of(run_translate({"--model", dir + "/m", "--beam", "4",
+                                                                  "--length-penalty", penalty, "--alignments", "hard",
+                                                                  "--quiet", dir + "/in.txt"}));
+    const std::vector<std::string> out =
+        lines_of(run_translate({"--model", dir + "/m", "--beam", "4", "--n-best", "3", "--length-penalty", penalty,
+                                "--alignments", "hard", "--quiet", dir + "/in.txt"}));
+    REQUIRE(best.size() == sources.size());
+    std::vector<std::vector<std::smatch>> by_sentence(sources.size());
+    std::vector<std::smatch> matches(out.size());
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      INFO(out[i]);
+      REQUIRE(std::regex_match(out[i], matches[i], line));
+      const std::size_t index = std::stoul(matches[i][1]);
+      REQUIRE(index < sources.size());
+      by_sentence[index].push_back(matches[i]);
+    }
+    for (std::size_t s = 0; s < sources.size(); ++s) {
+      CAPTURE(sources[s]);
+      REQUIRE(!by_sentence[s].empty());
+      CHECK(by_sentence[s].size() <= 3);
+      if (!sources[s].empty()) CHECK(by_sentence[s].size() == 3);  // the toy vocabulary has far more than 3 words
+      CHECK(by_sentence[s][0][2].str() == best[s]);  // the best line is the 1-best translation
+      CHECK(by_sentence[s][0][2].str() + "\t" + by_sentence[s][0][8].str() == hard[s]);
+      double previous = INFINITY;
+      for (const std::smatch& m : by_sentence[s]) {
+        const double log_prob = std::stod(m[3]), lp = std::stod(m[4]), cp = std::stod(m[5]), score = std::stod(m[6]);
+        CHECK(score <= previous);  // best first
+        previous = score;
+        CHECK(score == doctest::Approx(log_prob / lp + cp));
+      }
+    }
+  }
+  CHECK_THROWS_WITH_AS(run_translate({"--model", dir + "/m", "--n-best", "3", dir + "/in.txt"}),
+                       "--n-best 3 needs --beam of at least 3 (the beam holds the hypotheses), got 1", Error);
+  CHECK_THROWS_WITH_AS(
+      run_translate({"--model", dir + "/m", "--beam", "3", "--n-best", "3", "--alignments", "soft", dir + "/in.txt"}),
+      "translate: --n-best prints Moses n-best lines; it does not combine with --alignments soft", Error);
+}
+
+TEST_CASE("an ensemble of two different models is neither of them, and decodes every sentence") {
+  const std::string dir = temp_dir("translate-ensemble-two");
+  write_model(dir + "/a", AttentionKind::Additive, 7);
+  write_model(dir + "/b", AttentionKind::Additive, 8);  // same vocabularies, other weights
+  write_file_atomic(dir + "/in.txt", kSources);
+  const std::string a = run_translate({"--model", dir + "/a", "--beam", "3", "--n-best", "3", "--quiet", dir + "/in.txt"});
+  const std::string b = run_translate({"--model", dir + "/b", "--beam", "3", "--n-best", "3", "--quiet", dir + "/in.txt"});
+  const std::string ab = run_translate(
+      {"--model", dir + "/a", "--model", dir + "/b", "--beam", "3", "--n-best", "3", "--quiet", dir + "/in.txt"});
+  CHECK(ab != a);
+  CHECK(ab != b);
+  CHECK(lines_of(ab).size() >= lines_of(kSources).size());
+}

@@ -81,9 +81,10 @@ std::vector<std::string> read_all_lines(const std::string& path) {
 }
 
 // Translates one chunk of lines in batches of similar length (less padding),
-// and returns the translations in input order.
-std::vector<TextTranslation> translate_chunk(std::vector<LoadedModel>& models, const std::vector<std::string>& lines,
-                                             const TranslateFlags& f, const DecodeOptions& options) {
+// and returns the n-best lists in input order.
+std::vector<std::vector<TextTranslation>> translate_chunk(std::vector<LoadedModel>& models,
+                                                          const std::vector<std::string>& lines,
+                                                          const TranslateFlags& f, const DecodeOptions& options) {
   std::vector<std::size_t> order(lines.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(),
@@ -91,10 +92,12 @@ std::vector<TextTranslation> translate_chunk(std::vector<LoadedModel>& models, c
   std::vector<std::string> sorted;
   sorted.reserve(lines.size());
   for (std::size_t i : order) sorted.push_back(lines[i]);
-  LoadedModel& m = models.front();
-  std::vector<TextTranslation> out = translate_text(*m.model, sorted, m.source_vocab, m.target_vocab, m.codecs,
-                                                    options, f.batch);
-  std::vector<TextTranslation> in_order(lines.size());
+  std::vector<Seq2Seq*> ensemble;
+  for (LoadedModel& m : models) ensemble.push_back(m.model.get());
+  const LoadedModel& m = models.front();
+  std::vector<std::vector<TextTranslation>> out =
+      translate_text_n_best(ensemble, sorted, m.source_vocab, m.target_vocab, m.codecs, options, f.batch);
+  std::vector<std::vector<TextTranslation>> in_order(lines.size());
   for (std::size_t k = 0; k < order.size(); ++k) in_order[order[k]] = std::move(out[k]);
   return in_order;
 }
@@ -110,13 +113,15 @@ void run_translate(const TranslateFlags& f) {
              : !f.alignments.empty() ? "--alignments"
                                    : "--replace-unk",
              f.models[static_cast<std::size_t>(&m - models.data())]);
+  if (f.decode.n_best > 1 && (f.explain_grad || f.show_attention || f.alignments == "soft"))
+    fail("translate: --n-best prints Moses n-best lines; it does not combine with {}",
+         f.explain_grad ? "--explain-grad" : f.show_attention ? "--show-attention" : "--alignments soft");
   if (f.explain_grad) {
     if (models.size() > 1) fail("translate: --explain-grad explains one model; {} were given", models.size());
     return run_explain_grad(models.front(), f, read_all_lines(f.input));
   }
   const UnkDictionary dictionary = f.unk_dict.empty() ? UnkDictionary() : UnkDictionary::load(f.unk_dict);
-  DecodeOptions options;
-  options.beam = f.beam;
+  const DecodeOptions options = f.decode.options();
 
   // A file is read through once first, so that a bad line stops the command
   // before anything is translated, and the progress bar knows the total.
@@ -147,10 +152,11 @@ void run_translate(const TranslateFlags& f) {
       if (done == 0) fail("{}; nothing was translated", e.what());
       fail("{}; the {} lines before it were translated", e.what(), done);
     }
-    std::vector<TextTranslation> out = translate_chunk(models, lines, f, options);
+    std::vector<std::vector<TextTranslation>> out = translate_chunk(models, lines, f, options);
     std::string text;
     for (std::size_t i = 0; i < out.size(); ++i) {
-      if (f.replace_unk) replace_unknown_words(out[i], dictionary, models.front().codecs.target);
+      if (f.replace_unk)
+        for (TextTranslation& t : out[i]) replace_unknown_words(t, dictionary, models.front().codecs.target);
       text += format_output(out[i], done + static_cast<std::int64_t>(i), f);
     }
     std::fwrite(text.data(), 1, text.size(), stdout);
@@ -166,7 +172,7 @@ void run_translate(const TranslateFlags& f) {
 
 struct EvalFlags {
   std::string model = "model", data;
-  std::int64_t beam = 1;
+  DecodeFlags decode;
   int threads = 1;
 };
 
@@ -177,10 +183,9 @@ void run_eval(const EvalFlags& f) {
   for (const std::string& w : text.warnings) fmt::print(stderr, "warning: {}\n", w);
   if (text.pairs.empty())
     fail("eval: {} has no usable 'source<TAB>target' lines ({} skipped): nothing to score", f.data, text.skipped);
-  DecodeOptions options;
-  options.beam = f.beam;
+  const DecodeOptions options = f.decode.options();
   BleuReport r = evaluate_bleu_by_length(*m.model, text.pairs, m.source_vocab, m.target_vocab, m.codecs, options);
-  fmt::print("BLEU {:.2f}  ({} sentences, beam {})\n", r.overall.score, text.pairs.size(), f.beam);
+  fmt::print("BLEU {:.2f}  ({} sentences, beam {})\n", r.overall.score, text.pairs.size(), f.decode.beam);
   fmt::print("{}\n\n", r.overall.signature);
   fmt::print("{:>12} {:>10} {:>8}\n", "source len", "sentences", "BLEU");
   for (const LengthBucket& b : r.buckets) {
@@ -206,7 +211,8 @@ void add_translate_command(CLI::App& app) {
       "'-' one it wants down (dL/dalpha > 0), sized against the largest |dL/dalpha|. The weights of a row sum to 1,\n"
       "so training moves the score e_j by dL/dalpha_j minus the alpha-weighted mean of its row, not by its sign\n"
       "alone. A line without a tab is explained against the model's own greedy translation. The model needs\n"
-      "attention (additive, dot or general).\n"
+      "attention (additive, dot or general). --beam there changes only the translation printed: the target\n"
+      "explained is the reference, or the greedy translation.\n"
       "  printf 'the red car\\tla voiture rouge\\n' | attend translate --model DIR --explain-grad --svg grad");
   cmd->add_option("--model", f->models,
                   "Model directory written by attend train (default: model). Given more than once: an ensemble, "
@@ -214,11 +220,7 @@ void add_translate_command(CLI::App& app) {
       ->type_name("DIR")
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  cmd->add_option("--beam", f->beam,
-                  "Beam size (1: greedy). With --explain-grad it changes only the translation printed: the target "
-                  "explained is the reference, or the greedy translation")
-      ->check(check::integer(1, limits::kMaxBeam, true))
-      ->capture_default_str();
+  add_decode_flags(cmd, f->decode, true);
   cmd->add_flag("--show-attention", f->show_attention, "Draw the attention weights under each translation");
   auto* explain = cmd->add_flag("--explain-grad", f->explain_grad,
                                 "For each 'source<TAB>reference' line: alpha and dL/dalpha side by side, the loss "
@@ -262,7 +264,7 @@ void add_eval_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("eval", "BLEU of a model on parallel text, overall and by source length");
   cmd->add_option("--model", f->model, "Model directory written by attend train")->capture_default_str();
   cmd->add_option("--data", f->data, "Parallel text: 'source<TAB>target' per line")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--beam", f->beam, "Beam size (1: greedy)")->check(check::integer(1, limits::kMaxBeam, true))->capture_default_str();
+  add_decode_flags(cmd, f->decode, false);
   cmd->add_option("--threads", f->threads, "OpenBLAS threads")->check(check::threads());
   cmd->callback([f] { run_eval(*f); });
 }

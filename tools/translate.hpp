@@ -6,16 +6,29 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "models/alignment.hpp"
 #include "models/evaluation.hpp"
 #include "models/model_dir.hpp"
 
 namespace attend::tools {
 
+// The decoding flags translate and eval share: --beam, --n-best (translate),
+// --length-penalty, --alpha, --coverage-penalty.
+struct DecodeFlags {
+  std::int64_t beam = 1, n_best = 1;
+  std::string length_penalty = "average";
+  double alpha = 0.6, coverage = 0.0;
+  DecodeOptions options() const;  // checked: n_best <= beam, coverage needs a beam
+};
+void add_decode_flags(CLI::App* cmd, DecodeFlags& f, bool n_best);
+
 struct TranslateFlags {
   std::vector<std::string> models{"model"};  // several: an ensemble
   std::string input;
-  std::int64_t beam = 1, n_best = 0, batch = 64;
+  DecodeFlags decode;
+  std::int64_t batch = 64;
   std::string alignments;  // "", "soft" or "hard"
   bool replace_unk = false;
   std::string unk_dict;
@@ -24,8 +37,9 @@ struct TranslateFlags {
   int threads = 1;
 };
 
-// What translate prints for one input line (line_index from 0), newline included.
-std::string format_output(const TextTranslation& t, std::int64_t line_index, const TranslateFlags& f);
+// What translate prints for one input line (line_index from 0), newline
+// included: its best translation, or with --n-best its n-best list.
+std::string format_output(const std::vector<TextTranslation>& n_best, std::int64_t line_index, const TranslateFlags& f);
 
 // --replace-unk: each <unk> of the output becomes the translation of the source
 // word it attends to most; the text is rebuilt from the new tokens.

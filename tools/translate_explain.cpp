@@ -111,11 +111,11 @@ void run_explain_grad(LoadedModel& m, const TranslateFlags& f, const std::vector
     options.beam = beam;
     return translate_text(*m.model, sources, m.source_vocab, m.target_vocab, m.codecs, options);
   };
-  std::vector<TextTranslation> out = translate_all(f.beam);
+  std::vector<TextTranslation> out = translate_all(f.decode.beam);
   const bool all_have_references =
       std::all_of(pairs.begin(), pairs.end(), [](const ExplainPair& p) { return p.has_reference; });
   // Without a reference the target is the greedy translation, whatever --beam says.
-  std::vector<TextTranslation> greedy = f.beam > 1 && !all_have_references ? translate_all(1) : out;
+  std::vector<TextTranslation> greedy = f.decode.beam > 1 && !all_have_references ? translate_all(1) : out;
   for (std::size_t i = 0; i < lines.size(); ++i) {
     if (lines[i].empty()) continue;  // a blank line (often the last one) asks nothing
     explain_one(m, f, i + 1, pairs[i], out[i], greedy[i]);

@@ -1,0 +1,152 @@
+// Beam search over one model or an ensemble (models/ensemble.hpp), keeping
+// the n best finished hypotheses of every sentence.
+//
+// Letters: B sentences, K beam size, V target vocabulary, S source length.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "autograd/ops.hpp"
+#include "models/decoding_steps.hpp"
+#include "models/ensemble.hpp"
+
+namespace attend {
+
+namespace {
+
+const double kDead = -std::numeric_limits<double>::infinity();
+
+struct Beam {
+  std::vector<std::int64_t> tokens;
+  std::vector<std::vector<double>> attention;
+  double log_prob = 0;
+};
+
+struct Candidate {
+  double log_prob;  // of the beam grown by the token
+  std::int64_t row, token;
+};
+
+// Whether sentence b's search can stop: when nothing is live, or when at least
+// K hypotheses are finished and no live beam can end up scoring above the
+// n-th best of them (so the n-best list cannot change any more).
+//
+// The bound on a live beam's final score: log p only falls as a beam grows
+// (log p <= 0), and lp(Y) grows with |Y| for alpha >= 0 (Average |Y|^alpha, Gnmt
+// ((5 + |Y|) / 6)^alpha, None 1), so log p / lp(Y) <= log p_now / lp(limit).
+// The coverage term beta * sum_i log(min(covered_i, 1)) is at most 0 for beta >= 0
+// whatever the beam still attends to, so it adds 0 to the bound. It would be
+// tighter to add the beam's current coverage, which only rises toward 0 as
+// rows of weights are added, but 0 is the simple bound that stays true.
+bool sentence_done(const std::vector<Hypothesis>& finished, const std::vector<Beam>& next, std::int64_t first_row,
+                   std::int64_t live, std::int64_t limit, const DecodeOptions& options, bool early_stop) {
+  if (live == 0) return true;
+  if (!early_stop) return false;
+  if (static_cast<std::int64_t>(finished.size()) < options.beam) return false;
+  std::vector<double> scores;
+  for (const Hypothesis& h : finished) scores.push_back(h.score);
+  const auto n = static_cast<std::ptrdiff_t>(options.n_best - 1);
+  std::nth_element(scores.begin(), scores.begin() + n, scores.end(), std::greater<>());
+  const double nth_best = scores[static_cast<std::size_t>(n)];
+  const double lp_max = length_penalty_value(options.length_penalty, options.length_alpha, limit);
+  double best_live = kDead;
+  for (std::int64_t k = 0; k < live; ++k) best_live = std::max(best_live, next[first_row + k].log_prob / lp_max);
+  return best_live <= nth_best;
+}
+
+}  // namespace
+
+std::vector<std::vector<Hypothesis>> beam_search_n_best(std::span<Seq2Seq* const> models, const Batch& batch,
+                                                        const DecodeOptions& options, bool early_stop) {
+  check_decode_options(options);
+  NoGradGuard no_grad;
+  const std::int64_t B = batch.size(), S = batch.source.shape[1], K = options.beam;
+  std::vector<std::int64_t> limit(static_cast<std::size_t>(B));
+  std::int64_t longest = 0;
+  for (std::int64_t b = 0; b < B; ++b) longest = std::max(longest, limit[b] = max_output_length(options, batch.source_lengths[b]));
+  // Every sentence gets K rows: row b*K + k is beam k of sentence b.
+  DecoderEnsemble ensemble(models, batch, K);
+  check_coverage_needs_attention(ensemble, options);
+  const std::int64_t V = ensemble.vocab();
+
+  std::vector<Beam> beams(static_cast<std::size_t>(B * K));
+  for (std::int64_t r = 0; r < B * K; ++r) beams[r].log_prob = r % K == 0 ? 0.0 : kDead;  // one live beam at first
+  std::vector<std::vector<Hypothesis>> finished(static_cast<std::size_t>(B));
+  std::vector<bool> done(static_cast<std::size_t>(B), false);
+  std::vector<std::int64_t> previous(static_cast<std::size_t>(B * K), Vocabulary::kBos);
+  std::vector<bool> wanted(static_cast<std::size_t>(B * K));
+  for (std::int64_t t = 0; t < longest; ++t) {
+    for (std::int64_t r = 0; r < B * K; ++r) wanted[r] = !done[r / K] && beams[r].log_prob != kDead;
+    DecoderEnsemble::Output step = ensemble.step(previous, wanted);
+    std::vector<Beam> next(static_cast<std::size_t>(B * K));
+    std::vector<std::int64_t> parents(static_cast<std::size_t>(B * K));
+    for (std::int64_t b = 0; b < B; ++b) {
+      std::vector<Candidate> candidates;
+      if (!done[b]) {
+        for (std::int64_t k = 0; k < K; ++k) {
+          const std::int64_t row = b * K + k;
+          if (!wanted[row]) continue;
+          double* logp = step.log_probs.data() + row * V;
+          ignore_eos(options, logp);
+          // Only the best 2K tokens of a beam can make the sentence's top 2K.
+          std::vector<std::int64_t> ids(static_cast<std::size_t>(V));
+          std::iota(ids.begin(), ids.end(), 0);
+          const std::int64_t keep = std::min<std::int64_t>(2 * K, V);
+          std::partial_sort(ids.begin(), ids.begin() + keep, ids.end(),
+                            [&](std::int64_t x, std::int64_t y) { return logp[x] > logp[y]; });
+          for (std::int64_t i = 0; i < keep; ++i)
+            if (logp[ids[i]] > kDead) candidates.push_back({beams[row].log_prob + logp[ids[i]], row, ids[i]});
+        }
+        std::stable_sort(candidates.begin(), candidates.end(),
+                         [](const Candidate& x, const Candidate& y) { return x.log_prob > y.log_prob; });
+      }
+      std::int64_t live = 0;
+      for (const Candidate& c : candidates) {
+        if (live == K) break;
+        Beam beam = beams[c.row];
+        beam.tokens.push_back(c.token);
+        beam.log_prob = c.log_prob;
+        if (!step.weights.empty()) beam.attention.push_back(attention_row(step.weights, c.row, S, batch.source_lengths[b]));
+        if (c.token == Vocabulary::kEos || static_cast<std::int64_t>(beam.tokens.size()) >= limit[b]) {
+          Hypothesis h{std::move(beam.tokens), std::move(beam.attention), beam.log_prob};
+          score_hypothesis(h, batch.source_lengths[b], options);
+          finished[b].push_back(std::move(h));
+          continue;
+        }
+        parents[b * K + live] = c.row;
+        next[b * K + live] = std::move(beam);
+        ++live;
+      }
+      for (std::int64_t k = live; k < K; ++k) {  // unused rows: dead beams
+        parents[b * K + k] = b * K;
+        next[b * K + k].log_prob = kDead;
+      }
+      if (!done[b]) {
+        done[b] = sentence_done(finished[b], next, b * K, live, limit[b], options, early_stop);
+        if (done[b])
+          for (std::int64_t k = 0; k < K; ++k) next[b * K + k].log_prob = kDead;
+      }
+    }
+    if (std::all_of(done.begin(), done.end(), [](bool d) { return d; })) break;
+    beams = std::move(next);
+    for (std::int64_t r = 0; r < B * K; ++r) previous[r] = beams[r].tokens.empty() ? Vocabulary::kBos : beams[r].tokens.back();
+    ensemble.reorder(parents);
+  }
+  std::vector<std::vector<Hypothesis>> out(static_cast<std::size_t>(B));
+  for (std::int64_t b = 0; b < B; ++b) {
+    std::vector<Hypothesis>& list = finished[b];
+    if (list.empty()) {  // only when no token had a finite log-probability (a model with NaN weights)
+      Hypothesis empty{{}, {}, kDead};
+      score_hypothesis(empty, batch.source_lengths[b], options);
+      list.push_back(std::move(empty));
+    }
+    // Best first; among equal scores, the one finished first.
+    std::stable_sort(list.begin(), list.end(), [](const Hypothesis& x, const Hypothesis& y) { return x.score > y.score; });
+    if (static_cast<std::int64_t>(list.size()) > options.n_best) list.resize(static_cast<std::size_t>(options.n_best));
+    out[b] = std::move(list);
+  }
+  return out;
+}
+
+}  // namespace attend

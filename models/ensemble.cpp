@@ -1,0 +1,118 @@
+#include "models/ensemble.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "autograd/ops.hpp"
+#include "core/limits.hpp"
+
+namespace attend {
+
+namespace {
+
+// Rows of a (n, ...) tensor, picked by index: (rows.size(), ...).
+Tensor pick_rows(const Tensor& x, const std::vector<std::int64_t>& rows) {
+  if (!x.defined()) return x;
+  const std::int64_t n = x.size(0), rest = x.numel() / std::max<std::int64_t>(n, 1);
+  Tensor picked = index_select(reshape(x, Shape{n, rest}), Indices(rows));
+  return reshape(picked, x.shape().with(0, static_cast<std::int64_t>(rows.size())));
+}
+
+// The encoder's outputs repeated for every row: row r gets sentence expand[r]'s.
+void expand_rows(Seq2Seq& model, Seq2Seq::Encoded& enc, const std::vector<std::int64_t>& expand) {
+  enc.states = pick_rows(enc.states, expand);
+  enc.mask = pick_rows(enc.mask, expand);
+  enc.keys.keys = pick_rows(enc.keys.keys, expand);
+  enc.keys.values = pick_rows(enc.keys.values, expand);
+  enc.keys.mask = pick_rows(enc.keys.mask, expand);
+  enc.s0 = pick_rows(enc.s0, expand);
+  enc.c0 = pick_rows(enc.c0, expand);
+  enc.cell_weights = model.cell.step_weights(static_cast<std::int64_t>(expand.size()));  // steps now run N rows
+}
+
+// out[v] += log_softmax(z)[v], in double.
+void add_log_softmax(const double* z, std::int64_t V, double* out) {
+  const double m = *std::max_element(z, z + V);
+  double total = 0;
+  for (std::int64_t v = 0; v < V; ++v) total += std::exp(z[v] - m);
+  const double log_total = m + std::log(total);
+  for (std::int64_t v = 0; v < V; ++v) out[v] += z[v] - log_total;
+}
+
+}  // namespace
+
+void check_ensemble(std::span<Seq2Seq* const> models) {
+  const auto M = static_cast<std::int64_t>(models.size());
+  if (M < 1) fail("decode: no model to decode with");
+  if (M > limits::kMaxEnsemble)
+    fail("decode: {} models in the ensemble, at most {} (limits::kMaxEnsemble, core/limits.hpp)", M, limits::kMaxEnsemble);
+  for (std::int64_t m = 0; m < M; ++m)
+    if (models[m] == nullptr) fail("decode: model {} of the ensemble is null", m + 1);
+  const Seq2SeqConfig& first = models[0]->config();
+  for (std::int64_t m = 1; m < M; ++m) {
+    const Seq2SeqConfig& c = models[m]->config();
+    if (c.target_vocab != first.target_vocab)
+      fail("decode: the ensemble's models have different target vocabularies: model 1 has {} tokens, model {} has {}",
+           first.target_vocab, m + 1, c.target_vocab);
+    if (c.source_vocab != first.source_vocab)
+      fail("decode: the ensemble's models have different source vocabularies: model 1 has {} tokens, model {} has {}",
+           first.source_vocab, m + 1, c.source_vocab);
+    if (models[m]->dtype() != models[0]->dtype())
+      fail("decode: the ensemble's models have different dtypes: model 1 is {}, model {} is {}", models[0]->dtype(), m + 1,
+           models[m]->dtype());
+  }
+}
+
+DecoderEnsemble::DecoderEnsemble(std::span<Seq2Seq* const> models, const Batch& batch, std::int64_t rows_per_sentence) {
+  check_ensemble(models);
+  const std::int64_t B = batch.size(), R = rows_per_sentence;
+  rows_ = B * R;
+  vocab_ = models[0]->config().target_vocab;
+  source_length_ = batch.source.shape[1];
+  std::vector<std::int64_t> expand(static_cast<std::size_t>(rows_));
+  for (std::int64_t r = 0; r < rows_; ++r) expand[r] = r / R;
+  for (Seq2Seq* model : models) {
+    Seq2Seq::Encoded enc = model->encode(batch.source, batch.source_lengths, batch.source_mask);
+    if (R > 1) expand_rows(*model, enc, expand);
+    Seq2Seq::State state = model->initial_state(enc);
+    members_.push_back({model, std::move(enc), std::move(state)});
+    if (model->config().attention != AttentionKind::None) ++attending_;
+  }
+}
+
+DecoderEnsemble::Output DecoderEnsemble::step(const std::vector<std::int64_t>& previous, const std::vector<bool>& wanted) {
+  const std::int64_t N = rows_, V = vocab_, S = source_length_;
+  Output out;
+  out.log_probs.assign(static_cast<std::size_t>(N * V), 0.0);
+  if (attending_ > 0) out.weights.assign(static_cast<std::size_t>(N * S), 0.0);
+  for (Member& m : members_) {
+    Seq2Seq::Step step = m.model->step(m.enc, Indices(previous), m.state);
+    m.state = step.state;
+    const Tensor logits = m.model->logits(step.attentional).to(Float64);  // (N, V)
+    for (std::int64_t r = 0; r < N; ++r)
+      if (wanted.empty() || wanted[r]) add_log_softmax(logits.data<double>() + r * V, V, out.log_probs.data() + r * V);
+    if (step.weights.defined()) {
+      const Tensor weights = step.weights.to(Float64);  // (N, S)
+      const double* w = weights.data<double>();
+      for (std::int64_t i = 0; i < N * S; ++i) out.weights[i] += w[i];
+    }
+  }
+  // A mean of one model divides by 1 and of a model with itself gives (x + x) / 2:
+  // both exactly x, so such ensembles decode exactly as the model alone.
+  const auto M = static_cast<double>(members_.size());
+  if (members_.size() > 1)
+    for (double& x : out.log_probs) x /= M;
+  if (attending_ > 1)
+    for (double& x : out.weights) x /= static_cast<double>(attending_);
+  return out;
+}
+
+void DecoderEnsemble::reorder(const std::vector<std::int64_t>& parents) {
+  for (Member& m : members_) {
+    m.state.s = pick_rows(m.state.s, parents);
+    m.state.c = pick_rows(m.state.c, parents);
+    m.state.feed = pick_rows(m.state.feed, parents);
+  }
+}
+
+}  // namespace attend

@@ -1,0 +1,54 @@
+#pragma once
+// The decoder side of one or more Seq2Seq models run in step over the same
+// batch: what greedy decoding and beam search see as "the model". Each model
+// keeps its own encoder outputs and decoder state; at every step the next
+// token's log-probabilities are the mean of the models' log_softmax, and the
+// attention weights the mean over the models that have attention.
+//
+// Letters: B sentences, R rows per sentence (beams), N = B * R decoder rows,
+// S source length (padded), V target vocabulary, M models.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "models/corpus.hpp"
+#include "models/seq2seq.hpp"
+
+namespace attend {
+
+class DecoderEnsemble {
+ public:
+  // Checks the models (1 to limits::kMaxEnsemble, none null, the same vocabulary
+  // sizes and dtype; Error otherwise), encodes the batch's sources with each and
+  // gives every sentence R rows: row b * R + r belongs to sentence b.
+  DecoderEnsemble(std::span<Seq2Seq* const> models, const Batch& batch, std::int64_t rows_per_sentence);
+
+  struct Output {
+    std::vector<double> log_probs;  // (N, V) the models' mean log p(token); rows not asked for are left 0
+    std::vector<double> weights;    // (N, S) mean attention weights; empty when no model has attention
+  };
+  // One decoder step of every model, fed the previous token of each row (N),
+  // computing the log-probabilities of the rows marked in `wanted` (all when empty).
+  Output step(const std::vector<std::int64_t>& previous, const std::vector<bool>& wanted = {});
+  // Row r continues from row parents[r] of the last step (N): beam search's reordering.
+  void reorder(const std::vector<std::int64_t>& parents);
+
+  std::int64_t rows() const { return rows_; }
+  std::int64_t vocab() const { return vocab_; }
+  bool has_attention() const { return attending_ > 0; }
+
+ private:
+  struct Member {
+    Seq2Seq* model;
+    Seq2Seq::Encoded enc;
+    Seq2Seq::State state;
+  };
+  std::vector<Member> members_;
+  std::int64_t rows_ = 0, vocab_ = 0, source_length_ = 0, attending_ = 0;
+};
+
+// Throws Error unless 1 <= models.size() <= limits::kMaxEnsemble, no model is
+// null, and all have the vocabulary sizes and dtype of the first.
+void check_ensemble(std::span<Seq2Seq* const> models);
+
+}  // namespace attend
