@@ -198,9 +198,20 @@ LoadedModel load_model_dir(const std::string& dir, const std::string& weights) {
   if (m.source_vocab.size() != m.config.source_vocab || m.target_vocab.size() != m.config.target_vocab)
     fail("{}: the vocabularies ({} and {} tokens) do not match config.json ({} and {})", dir, m.source_vocab.size(),
          m.target_vocab.size(), m.config.source_vocab, m.config.target_vocab);
+  // A parameter takes at least 4 bytes (float32) in the weights file: a config
+  // promising more than the file can hold is refused before the model is built
+  // (building allocates and initialises every parameter, up to limits::kMaxParameters).
+  const std::string weights_path = path_in(dir, weights);
+  {
+    const std::uint64_t needed = static_cast<std::uint64_t>(m.config.parameter_count()) * 4;
+    std::error_code error;
+    const std::uintmax_t size = std::filesystem::file_size(weights_path, error);
+    if (!error && size < needed)
+      fail("{}: config.json describes a model of {} parameters, at least {} of weights, but {} has {} bytes", dir,
+           m.config.parameter_count(), limits::bytes_text(needed), weights_path, size);
+  }
   Generator init(0);
   m.model = std::make_unique<Seq2Seq>(m.config, init);
-  const std::string weights_path = path_in(dir, weights);
   nn::load(*m.model, weights_path);
   const std::string bad = first_non_finite_parameter(*m.model);
   if (!bad.empty())

@@ -11,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "core/file_io.hpp"
+#include "core/limits.hpp"
 #include "models/alignment.hpp"
 #include "tests/translate_cli.hpp"
 
@@ -277,4 +278,28 @@ TEST_CASE("an ensemble of two different models is neither of them, and decodes e
   CHECK(ab != a);
   CHECK(ab != b);
   CHECK(lines_of(ab).size() >= lines_of(kSources).size());
+}
+
+TEST_CASE("a config.json promising a larger model than its weights file is refused before the model is built") {
+  // Found by fuzz_config (tests/fuzz/regressions/config/embed_55594_small_weights):
+  // the model was built, every parameter allocated and initialised, before the
+  // weights file was found to be too small for it.
+  const std::string dir = temp_dir("translate-config-size");
+  write_model(dir + "/m", AttentionKind::Additive);
+  std::string config = read_file(dir + "/m/config.json");
+  const std::size_t at = config.find("\"embed\": 8");
+  REQUIRE(at != std::string::npos);
+  config.replace(at, 10, "\"embed\": 55594");
+  write_file_atomic(dir + "/m/config.json", config);
+  write_file_atomic(dir + "/in.txt", "the cat\n");
+  const std::uint64_t bytes = std::filesystem::file_size(dir + "/m/model.safetensors");
+  Seq2SeqConfig c = Seq2SeqConfig::from_json(nlohmann::json::parse(config)["model"]);
+  CHECK_THROWS_WITH_AS(
+      run_translate({"--model", dir + "/m", dir + "/in.txt"}),
+      fmt::format("{}/m: config.json describes a model of {} parameters, at least {} of weights, but {}/m/model.safetensors "
+                  "has {} bytes",
+                  dir, c.parameter_count(), limits::bytes_text(static_cast<std::uint64_t>(c.parameter_count()) * 4), dir,
+                  bytes)
+          .c_str(),
+      Error);
 }
