@@ -33,6 +33,12 @@ void log_softmax_row(const double* z, std::int64_t V, std::vector<double>& out) 
   for (std::int64_t v = 0; v < V; ++v) out[v] = z[v] - log_total;
 }
 
+// Without stop_at_eos, </s> can never be picked: the row's best tokens are sought
+// among the others.
+void ignore_eos(const DecodeOptions& o, std::vector<double>& logp) {
+  if (!o.stop_at_eos) logp[Vocabulary::kEos] = -std::numeric_limits<double>::infinity();
+}
+
 void check_options(const DecodeOptions& o) {
   if (o.beam < 1) fail("decode: beam size must be at least 1, got {}", o.beam);
   if (o.max_len_a < 0 || o.max_len_b < 0) fail("decode: max length a * len + b needs a, b >= 0, got {} and {}", o.max_len_a, o.max_len_b);
@@ -72,6 +78,7 @@ std::vector<Hypothesis> greedy_decode(Seq2Seq& model, const Batch& batch, const 
     for (std::int64_t b = 0; b < B; ++b) {
       if (done[b]) continue;
       log_softmax_row(scores.data<double>() + b * V, V, logp);
+      ignore_eos(options, logp);
       const std::int64_t best = std::max_element(logp.begin(), logp.end()) - logp.begin();
       Hypothesis& h = out[b];
       h.tokens.push_back(best);
@@ -142,6 +149,7 @@ std::vector<Hypothesis> beam_search(Seq2Seq& model, const Batch& batch, const De
           const std::int64_t row = b * K + k;
           if (beams[row].log_prob == kDead) continue;
           log_softmax_row(scores.data<double>() + row * V, V, logp);
+          ignore_eos(options, logp);
           // Only the best 2K tokens of a beam can make the sentence's top 2K.
           std::vector<std::int64_t> ids(static_cast<std::size_t>(V));
           std::iota(ids.begin(), ids.end(), 0);
@@ -149,7 +157,7 @@ std::vector<Hypothesis> beam_search(Seq2Seq& model, const Batch& batch, const De
           std::partial_sort(ids.begin(), ids.begin() + keep, ids.end(),
                             [&](std::int64_t x, std::int64_t y) { return logp[x] > logp[y]; });
           for (std::int64_t i = 0; i < keep; ++i)
-            candidates.push_back({beams[row].log_prob + logp[ids[i]], row, ids[i]});
+            if (logp[ids[i]] != kDead) candidates.push_back({beams[row].log_prob + logp[ids[i]], row, ids[i]});
         }
         std::stable_sort(candidates.begin(), candidates.end(),
                          [](const Candidate& x, const Candidate& y) { return x.log_prob > y.log_prob; });

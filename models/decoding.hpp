@@ -16,6 +16,10 @@ struct DecodeOptions {
   double length_alpha = 0.6;    // beam score = log p / length^alpha
   double max_len_a = 1.5;       // at most a * source length + b output tokens
   std::int64_t max_len_b = 5;
+  // false: </s> is never chosen (its probability is ignored), so every sentence
+  // gets exactly max_len_a * source length + max_len_b tokens, none of them </s>:
+  // a fixed number of decoder steps, for benchmarks.
+  bool stop_at_eos = true;
 };
 
 struct Hypothesis {
