@@ -1,6 +1,7 @@
 #include "core/storage.hpp"
 
 #include <sys/mman.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -191,6 +192,11 @@ void set_caching(bool enabled) {
 bool caching() {
   std::lock_guard lock(cache().mutex);
   return cache().enabled;
+}
+long minor_page_faults() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_minflt;
 }
 }  // namespace memory
 
