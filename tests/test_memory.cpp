@@ -68,3 +68,27 @@ TEST_CASE("memory held while training does not grow with the number of steps") {
   // ...and the peak is the largest step's, whatever the number of steps.
   CHECK(three.held <= one.held + one.held / 5);
 }
+
+TEST_CASE("the cache hands out the smallest cached block that fits, up to twice the size asked for") {
+  if (!memory::caching()) return;  // the sanitizer build turns the cache off
+  memory::empty_cache();
+  const void* small = nullptr;
+  const void* big = nullptr;
+  {
+    Tensor a = empty({1000});  // 4,000 bytes: the 4,096 class
+    Tensor b = empty({4000});  // 16,000 bytes: the 16,384 class
+    small = a.raw_data();
+    big = b.raw_data();
+  }
+  {
+    Tensor c = empty({3000});  // 12,000 bytes (12,288): the 16,384 block fits, the 4,096 one does not
+    CHECK(c.raw_data() == big);
+  }
+  {
+    Tensor d = empty({100});  // 400 bytes: both cached blocks are over twice as large
+    CHECK(d.raw_data() != small);
+    CHECK(d.raw_data() != big);
+  }
+  Tensor e = empty({900});  // 3,600 bytes (3,840): the 4,096 block, not the 16,384 one
+  CHECK(e.raw_data() == small);
+}
