@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include <fmt/core.h>
@@ -190,6 +191,17 @@ struct OneDNN {
   }
 };
 
+// The instruction set oneDNN's kernels use here (the common ones by name).
+std::string isa_name(dnnl::cpu_isa isa) {
+  switch (isa) {
+    case dnnl::cpu_isa::sse41: return "sse41";
+    case dnnl::cpu_isa::avx: return "avx";
+    case dnnl::cpu_isa::avx2: return "avx2";
+    case dnnl::cpu_isa::avx512_core: return "avx512_core";
+    default: return fmt::format("code {:#x}", static_cast<unsigned>(isa));
+  }
+}
+
 const float* f32(const dnnl::memory& m) { return static_cast<const float*>(m.get_data_handle()); }
 
 // max |a - b| / max(max |b|, 1e-6): the largest difference relative to the tensor's scale.
@@ -296,8 +308,9 @@ int main(int argc, char** argv) {
   fmt::print("# LSTM 1 layer, B={} T={} I={} H={} float32, forward (training) and backward of sum(out * R); "
              "median of {} runs after {} warm-up per round, {} alternating rounds\n",
              B, T, I, H, kRuns, kWarmup, rounds);
-  fmt::print("# oneDNN {}.{}.{} (CPU runtime {}), omp_get_max_threads() = {}, OpenBLAS threads 1\n", v->major,
-             v->minor, v->patch, v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "not OpenMP", omp_get_max_threads());
+  fmt::print("# oneDNN {}.{}.{} (CPU runtime {}, ISA {}), omp_get_max_threads() = {}, OpenBLAS threads 1\n",
+             v->major, v->minor, v->patch, v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "not OpenMP",
+             isa_name(dnnl::get_effective_cpu_isa()), omp_get_max_threads());
 
   Generator gen(0);
   nn::LSTM lstm(I, H, gen);
