@@ -4,6 +4,9 @@
 // every size it had seen: ~1 GB after 30 steps of the toy run, ~1.7 GB after 90.)
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "core/storage.hpp"
 #include "models/toy_language.hpp"
 #include "models/trainer.hpp"
@@ -91,4 +94,29 @@ TEST_CASE("the cache hands out the smallest cached block that fits, up to twice 
   }
   Tensor e = empty({900});  // 3,600 bytes (3,840): the 4,096 block, not the 16,384 one
   CHECK(e.raw_data() == small);
+}
+
+// Also run by the sanitizer build, which turns the cache on just for this: the
+// cache's own bookkeeping (size classes, best fit, eviction) under ASan and UBSan.
+TEST_CASE("the cache stays within its bound over many sizes, evicting as it must") {
+  const bool was_caching = memory::caching();
+  memory::set_caching(true);
+  memory::empty_cache();
+  memory::reset_peaks();
+  const std::size_t live_before = memory::live_bytes();
+  {
+    std::vector<Tensor> ring(8);
+    for (std::int64_t i = 0; i < 3000; ++i) {
+      const std::int64_t n = (i * 7919) % 300000 + 1;  // 4 bytes to 1.2 MB, in a scattered order
+      ring[static_cast<std::size_t>(i % 8)] = empty({n});
+      ring[static_cast<std::size_t>(i % 8)].data<float>()[n - 1] = 1.0f;  // the block is at least n floats
+      const std::size_t bound = std::max(memory::peak_live_bytes(), std::size_t{1} << 20);
+      REQUIRE(memory::cached_bytes() <= bound);
+    }
+  }
+  CHECK(memory::live_bytes() == live_before);
+  CHECK(memory::cached_bytes() > 0);
+  memory::empty_cache();
+  CHECK(memory::cached_bytes() == 0);
+  memory::set_caching(was_caching);
 }
