@@ -1,25 +1,36 @@
 #!/usr/bin/env bash
-# Runs `attend bench` and its PyTorch twin (bench/torch_seq2seq.py, Debian's
-# python3-torch) with the same flags, alternately for ROUNDS rounds (default 5)
-# so that a busy or slow spell of the machine hits both alike, and prints each
-# side's median training-step time over the rounds, their range, and the ratio
-# of the medians. PyTorch's step time varies from one process to the next here
+# Runs `attend bench --no-decode` and its PyTorch twin (bench/torch_seq2seq.py,
+# Debian's python3-torch) with the same flags, alternately for ROUNDS rounds
+# (default 5) so that a busy or slow spell of the machine hits both alike, and
+# prints each side's median training-step time over the rounds, their range,
+# the ratio of the medians, the ratio in each round (PyTorch's time over
+# attend's in the same round) and attend's share of the sgemm rate it measured
+# in the same run. PyTorch's step time varies from one process to the next here
 # (19 to 30 ms at config S, with the same flags), hence the rounds.
-# Usage, from the repository root:
-#   bench/compare_seq2seq.sh --embed 32 --hidden 64 --batch 16 --src-len 20 --tgt-len 20 \
-#       --vocab 1000 --attention additive --threads 1 --steps 20
+# TORCH_FLAGS="--project-all" compares with the twin that embeds all target
+# steps at once and runs the output projection once over all time steps.
+# Usage, from the repository root (S: ~1 minute; M with --steps 3: ~2-4 minutes):
+#   S="--embed 32 --hidden 64 --batch 16 --src-len 20 --tgt-len 20 --vocab 1000 --attention additive"
+#   M="--embed 128 --hidden 256 --batch 64 --src-len 30 --tgt-len 30 --vocab 8000 --attention additive"
+#   ROUNDS=11 bench/compare_seq2seq.sh $S --threads 1 --steps 20
+#   ROUNDS=5 TORCH_FLAGS=--project-all bench/compare_seq2seq.sh $M --threads 1 --steps 3 --warmup 2
+# (at M, the second step still takes fresh pages while the storage cache fills:
+# with --warmup 2 the timed steps are steady, see the page-fault line)
 set -euo pipefail
 attend_bin="${ATTEND:-build/release/tools/attend}"
 python="${TORCH_PYTHON:-/usr/bin/python3}"
 rounds="${ROUNDS:-5}"
+read -r -a torch_flags <<<"${TORCH_FLAGS:-}"
 step() { awk '/^train step/ {print $4}' <<<"$1"; }
 rss() { awk '/^peak RSS/ {print $3}' <<<"$1"; }
-a_steps=() t_steps=() a_rss=0 t_rss=0
+sgemm_share() { sed -n 's/^sgemm .* runs at \([0-9.]*\)% of it$/\1/p' <<<"$1"; }
+a_steps=() t_steps=() ratios=() shares=() a_rss=0 t_rss=0
 for ((r = 1; r <= rounds; ++r)); do
-  a="$("$attend_bin" bench "$@")"
-  t="$("$python" bench/torch_seq2seq.py "$@")"
+  a="$("$attend_bin" bench --no-decode "$@")"
+  t="$("$python" bench/torch_seq2seq.py "$@" "${torch_flags[@]}")"
   if ((r == 1)); then printf '%s\n\n%s\n\n' "$a" "$t"; fi
-  a_steps+=("$(step "$a")") t_steps+=("$(step "$t")")
+  a_steps+=("$(step "$a")") t_steps+=("$(step "$t")") shares+=("$(sgemm_share "$a")")
+  ratios+=("$(awk -v a="${a_steps[-1]}" -v t="${t_steps[-1]}" 'BEGIN {printf "%.2f", t / a}')")
   a_rss=$(awk -v x="$a_rss" -v y="$(rss "$a")" 'BEGIN {print (y > x ? y : x)}')
   t_rss=$(awk -v x="$t_rss" -v y="$(rss "$t")" 'BEGIN {print (y > x ? y : x)}')
 done
@@ -27,9 +38,15 @@ done
 summary() { sort -g | awk '{v[NR] = $1} END {m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; print m, v[1], v[NR]}'; }
 read -r am amin amax < <(printf '%s\n' "${a_steps[@]}" | summary)
 read -r tm tmin tmax < <(printf '%s\n' "${t_steps[@]}" | summary)
+read -r rm rmin rmax < <(printf '%s\n' "${ratios[@]}" | summary)
+read -r sm smin smax < <(printf '%s\n' "${shares[@]}" | summary)
 awk -v am="$am" -v amin="$amin" -v amax="$amax" -v tm="$tm" -v tmin="$tmin" -v tmax="$tmax" -v n="$rounds" \
-    -v ra="$a_rss" -v rt="$t_rss" 'BEGIN {
+    -v ra="$a_rss" -v rt="$t_rss" -v rmin="$rmin" -v rmax="$rmax" -v sm="$sm" -v smin="$smin" -v smax="$smax" \
+    -v twin="pytorch${TORCH_FLAGS:+ ($TORCH_FLAGS)}" 'BEGIN {
   printf "training step over %d alternating rounds, median (min-max) of each round'"'"'s median:\n", n
-  printf "  attend %.2f ms (%.2f-%.2f), pytorch %.2f ms (%.2f-%.2f): attend is %.2fx as fast\n", am, amin, amax, tm, tmin, tmax, tm / am
+  printf "  attend %.2f ms (%.2f-%.2f), %s %.2f ms (%.2f-%.2f): attend is %.2fx as fast\n", am, amin, amax, twin, tm, tmin, tmax, tm / am
+  printf "  speed-up within each round: %.2fx to %.2fx\n", rmin, rmax
+  printf "  attend at %.0f%% (%.0f-%.0f%%) of the sgemm rate measured in its run\n", sm, smin, smax
   printf "peak RSS: attend %d MB, pytorch %d MB (%.2f of pytorch)\n", ra, rt, ra / rt
 }'
+echo "per round (pytorch / attend): ${ratios[*]}"

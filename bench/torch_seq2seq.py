@@ -4,6 +4,11 @@ the way a PyTorch user writes it (nn.Embedding, an nn.LSTM encoder, an
 nn.LSTMCell decoder looped in Python with input feeding, attention, a tanh
 attentional layer, the output projection, Adam and gradient clipping).
 
+With --project-all, the faster way to write it: the target embeddings of all
+steps are looked up at once before the loop, and the output projection runs
+once over all time steps after it ((B*T, H) @ (H, V) instead of T products of
+(B, H) @ (H, V)); the recurrence itself cannot be batched over time.
+
 Run it with Debian's python3 (which has python3-torch 1.13), with the same flags
 as `attend bench`:
     /usr/bin/python3 bench/torch_seq2seq.py --attention additive --embed 32 --hidden 64 \
@@ -69,6 +74,7 @@ class Seq2Seq(nn.Module):
         else:
             self.W_c = nn.Linear(H, H)
         self.out = nn.Linear(H, V)
+        self.project_all = args.project_all
 
     def encode(self, src, mask):
         enc, (h, c) = self.encoder(self.src_embed(src))
@@ -79,8 +85,10 @@ class Seq2Seq(nn.Module):
             h_last, c_last = h[-1], c[-1]
         return enc, torch.tanh(self.bridge_h(h_last)), torch.tanh(self.bridge_c(c_last))
 
-    def step(self, y_prev, state, feed, enc, keys, mask):
-        s, c = self.cell(torch.cat([self.tgt_embed(y_prev), feed], dim=1), state)
+    def step(self, y_prev, state, feed, enc, keys, mask, embedded=None):
+        if embedded is None:
+            embedded = self.tgt_embed(y_prev)
+        s, c = self.cell(torch.cat([embedded, feed], dim=1), state)
         if self.attention_kind != "none":
             context, alpha = self.attention(s, keys, enc, mask)
             h_tilde = torch.tanh(self.W_c(torch.cat([s, context], dim=1)))
@@ -95,6 +103,12 @@ class Seq2Seq(nn.Module):
         feed = torch.zeros(src.size(0), h.size(1))
         state = (h, c)
         outputs = []
+        if self.project_all:
+            embedded = self.tgt_embed(tgt_in)  # (B, T, E), all steps at once
+            for t in range(tgt_in.size(1)):
+                state, feed, _ = self.step(None, state, feed, enc, keys, mask, embedded[:, t])
+                outputs.append(feed)
+            return self.out(torch.stack(outputs, dim=1))  # (B, T, H) @ (H, V), one product
         for t in range(tgt_in.size(1)):
             state, feed, _ = self.step(tgt_in[:, t], state, feed, enc, keys, mask)
             outputs.append(self.out(feed))
@@ -151,6 +165,8 @@ def main():
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--project-all", action="store_true",
+                   help="embed all target steps before the loop and project all steps at once after it")
     args = p.parse_args()
 
     threads_line = set_threads(args.threads)
@@ -188,7 +204,8 @@ def main():
     decode_ms = statistics.median(decode_times) * 1e3
     gflop = flops_per_step(args) / 1e9
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"pytorch {torch.__version__}  threads {args.threads}  attention {args.attention}")
+    variant = "project-all" if args.project_all else "per-step"
+    print(f"pytorch {torch.__version__}  threads {args.threads}  attention {args.attention}  output projection {variant}")
     print(f"# {threads_line}")
     print(f"train step   median {step_ms:9.2f} ms   {B * T / (step_ms / 1e3):10.0f} target tokens/s   "
           f"{gflop:.2f} GFLOP/step   {gflop / (step_ms / 1e3):.1f} GFLOP/s")

@@ -1,15 +1,14 @@
 #include "core/storage.hpp"
 
 #include <sys/mman.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
-#include <iterator>
-#include <list>
-#include <map>
 #include <mutex>
 #include <new>
+#include <vector>
 
 namespace attend {
 namespace {
@@ -59,44 +58,70 @@ void free_block(void* p, std::size_t size) {
   else std::free(p);
 }
 
+// Size class k <-> its size: classes 0..15 are 64, 128, ..., 1024; above, 8 per
+// doubling: 1152, 1280, ..., 2048 (classes 16..23), 2304, ... Every block the
+// cache holds has a class size (blocks are allocated at size_class()).
+constexpr std::size_t kSmallClasses = 1024 / kAlign;
+constexpr std::size_t kClasses = kSmallClasses + 8 * (64 - 10);
+
+std::size_t class_index(std::size_t size) {  // size: a size class
+  if (size <= 1024) return size / kAlign - 1;
+  const int k = 63 - __builtin_clzll(static_cast<unsigned long long>(size - 1));  // 2^k < size <= 2^(k+1)
+  const std::size_t power = std::size_t{1} << k;
+  return kSmallClasses + static_cast<std::size_t>(k - 10) * 8 + (size - power) / (power / 8) - 1;
+}
+
+std::size_t class_size(std::size_t index) {
+  if (index < kSmallClasses) return (index + 1) * kAlign;
+  const std::size_t k = 10 + (index - kSmallClasses) / 8, j = (index - kSmallClasses) % 8 + 1;
+  const std::size_t power = std::size_t{1} << k;
+  return power + j * (power / 8);
+}
+
 struct Cache {
-  // Cached blocks by size (for best fit) and in the order they were freed (for
-  // eviction, oldest first); each entry of one points at its entry in the other.
+  // Cached blocks, one list per size class, in the order they were freed (the
+  // back freed last): a request takes the last-freed block of the smallest
+  // class that fits (its bytes are likeliest still in the CPU's cache), and
+  // eviction takes the least recently freed block of all (the smallest age).
+  // The lists keep their capacity, so a steady state allocates nothing here.
   struct Block {
     void* data;
-    std::size_t size;
+    std::uint64_t age;
   };
-  std::list<Block> by_age;  // front: freed longest ago
-  std::multimap<std::size_t, std::list<Block>::iterator> by_size;
+  std::vector<std::vector<Block>> classes = std::vector<std::vector<Block>>(kClasses);
+  std::uint64_t next_age = 0;
   std::mutex mutex;
   std::size_t cached = 0, live = 0, peak_live = 0, peak_held = 0;
   bool enabled = kCacheByDefault;
 
   std::size_t limit() const { return std::max(peak_live, kMinCacheBytes); }
 
-  // The smallest cached block of at least size bytes and at most kMaxFitFactor
-  // times that, taken out of the cache; nullptr if there is none.
+  // The last-freed block of the smallest class of at least size bytes and at
+  // most kMaxFitFactor times that, taken out of the cache; nullptr if there is none.
   void* take(std::size_t size, std::size_t& got) {
-    auto it = by_size.lower_bound(size);
-    if (it == by_size.end() || it->first > size * kMaxFitFactor) return nullptr;
-    got = it->first;
-    void* p = it->second->data;
-    by_age.erase(it->second);
-    by_size.erase(it);
-    cached -= got;
-    return p;
+    for (std::size_t k = class_index(size); k < kClasses && class_size(k) <= size * kMaxFitFactor; ++k) {
+      std::vector<Block>& list = classes[k];
+      if (list.empty()) continue;
+      got = class_size(k);
+      void* p = list.back().data;
+      list.pop_back();
+      cached -= got;
+      return p;
+    }
+    return nullptr;
   }
+  // Evictions are rare (the cache may hold as much as the peak of live bytes),
+  // so finding the oldest block by scanning the classes' oldest is cheap enough.
   void evict_oldest() {
-    const Block b = by_age.front();
-    auto [first, last] = by_size.equal_range(b.size);
-    for (auto it = first; it != last; ++it)
-      if (it->second == by_age.begin()) {
-        by_size.erase(it);
-        break;
-      }
-    by_age.pop_front();
-    cached -= b.size;
-    free_block(b.data, b.size);
+    std::size_t oldest = kClasses;
+    for (std::size_t k = 0; k < kClasses; ++k)
+      if (!classes[k].empty() && (oldest == kClasses || classes[k].front().age < classes[oldest].front().age))
+        oldest = k;
+    std::vector<Block>& list = classes[oldest];
+    const std::size_t size = class_size(oldest);
+    free_block(list.front().data, size);
+    list.erase(list.begin());
+    cached -= size;
   }
   void put(void* p, std::size_t size) {
     if (!enabled || size > limit()) {
@@ -104,14 +129,14 @@ struct Cache {
       return;
     }
     while (cached + size > limit()) evict_oldest();
-    by_age.push_back({p, size});
-    by_size.emplace(size, std::prev(by_age.end()));
+    classes[class_index(size)].push_back({p, next_age++});
     cached += size;
   }
   void release_all() {
-    for (const Block& b : by_age) free_block(b.data, b.size);
-    by_age.clear();
-    by_size.clear();
+    for (std::size_t k = 0; k < kClasses; ++k) {
+      for (const Block& b : classes[k]) free_block(b.data, class_size(k));
+      classes[k].clear();
+    }
     cached = 0;
   }
   void note_live() {
@@ -191,6 +216,11 @@ void set_caching(bool enabled) {
 bool caching() {
   std::lock_guard lock(cache().mutex);
   return cache().enabled;
+}
+long minor_page_faults() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_minflt;
 }
 }  // namespace memory
 

@@ -53,6 +53,9 @@ void empty_cache();
 // use-after-free bugs). Turning it off empties it.
 void set_caching(bool enabled);
 bool caching();
+// Minor page faults of this process so far (getrusage's ru_minflt): how many
+// fresh pages it has touched. A steady-state training step should add ~none.
+long minor_page_faults();
 }  // namespace memory
 
 }  // namespace attend

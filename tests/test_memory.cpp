@@ -4,6 +4,9 @@
 // every size it had seen: ~1 GB after 30 steps of the toy run, ~1.7 GB after 90.)
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "core/storage.hpp"
 #include "models/toy_language.hpp"
 #include "models/trainer.hpp"
@@ -67,4 +70,53 @@ TEST_CASE("memory held while training does not grow with the number of steps") {
   CHECK(three.held <= 2 * three.live);
   // ...and the peak is the largest step's, whatever the number of steps.
   CHECK(three.held <= one.held + one.held / 5);
+}
+
+TEST_CASE("the cache hands out the smallest cached block that fits, up to twice the size asked for") {
+  if (!memory::caching()) return;  // the sanitizer build turns the cache off
+  memory::empty_cache();
+  const void* small = nullptr;
+  const void* big = nullptr;
+  {
+    Tensor a = empty({1000});  // 4,000 bytes: the 4,096 class
+    Tensor b = empty({4000});  // 16,000 bytes: the 16,384 class
+    small = a.raw_data();
+    big = b.raw_data();
+  }
+  {
+    Tensor c = empty({3000});  // 12,000 bytes (12,288): the 16,384 block fits, the 4,096 one does not
+    CHECK(c.raw_data() == big);
+  }
+  {
+    Tensor d = empty({100});  // 400 bytes: both cached blocks are over twice as large
+    CHECK(d.raw_data() != small);
+    CHECK(d.raw_data() != big);
+  }
+  Tensor e = empty({900});  // 3,600 bytes (3,840): the 4,096 block, not the 16,384 one
+  CHECK(e.raw_data() == small);
+}
+
+// Also run by the sanitizer build, which turns the cache on just for this: the
+// cache's own bookkeeping (size classes, best fit, eviction) under ASan and UBSan.
+TEST_CASE("the cache stays within its bound over many sizes, evicting as it must") {
+  const bool was_caching = memory::caching();
+  memory::set_caching(true);
+  memory::empty_cache();
+  memory::reset_peaks();
+  const std::size_t live_before = memory::live_bytes();
+  {
+    std::vector<Tensor> ring(8);
+    for (std::int64_t i = 0; i < 3000; ++i) {
+      const std::int64_t n = (i * 7919) % 300000 + 1;  // 4 bytes to 1.2 MB, in a scattered order
+      ring[static_cast<std::size_t>(i % 8)] = empty({n});
+      ring[static_cast<std::size_t>(i % 8)].data<float>()[n - 1] = 1.0f;  // the block is at least n floats
+      const std::size_t bound = std::max(memory::peak_live_bytes(), std::size_t{1} << 20);
+      REQUIRE(memory::cached_bytes() <= bound);
+    }
+  }
+  CHECK(memory::live_bytes() == live_before);
+  CHECK(memory::cached_bytes() > 0);
+  memory::empty_cache();
+  CHECK(memory::cached_bytes() == 0);
+  memory::set_caching(was_caching);
 }

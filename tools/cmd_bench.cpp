@@ -1,6 +1,10 @@
 // attend bench: the speed of one training step (forward, backward, clipping,
-// Adam) and of greedy decoding, on random data, after warm-up. Its PyTorch twin
-// is bench/torch_seq2seq.py, with the same flags and the same model.
+// Adam), of greedy decoding and of beam search, on random data, after warm-up;
+// the sgemm rate of the same machine in the same run; the minor page faults
+// per steady-state training step and the peak resident memory. Its PyTorch
+// twins are bench/torch_seq2seq.py (training, greedy decoding) and
+// bench/torch_decode.py (greedy decoding and beam search), with the same flags
+// and the same model.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -10,6 +14,7 @@
 
 #include "core/blas.hpp"
 #include "core/limits.hpp"
+#include "core/storage.hpp"
 #include "models/decoding.hpp"
 #include "models/trainer.hpp"
 #include "tools/checks.hpp"
@@ -24,6 +29,10 @@ struct BenchFlags {
   std::int64_t embed = 32, hidden = 64, layers = 1, batch = 16, src_len = 20, tgt_len = 20, vocab = 1000;
   bool bidirectional = false;
   int steps = 20, warmup = 3, threads = 1;
+  std::int64_t decode_steps = 0;  // 0: tgt_len
+  std::int64_t beam = 5;
+  int decode_runs = 0;            // 0: max(3, steps / 4)
+  bool train = true, decode = true;
   std::uint64_t seed = 1;
 };
 
@@ -31,11 +40,15 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-double median(std::vector<double> v) {
+struct Summary {
+  double median, lo, hi;
+};
+
+Summary summarise(std::vector<double> v) {
   if (v.empty()) fail("bench: no timed runs to take the median of");
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  return {n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]), v.front(), v.back()};
 }
 
 // Multiply-adds x 2 of the step's matrix products, forward + backward (3x the
@@ -60,6 +73,95 @@ double flops_per_step(const BenchFlags& f) {
   return 3 * 2 * (enc + dec);
 }
 
+// OpenBLAS's float32 GEMM rate on this machine now, at the bench's thread
+// count: 512 x 512 x 512, the median of 20 runs after 3 (what bench_matmul
+// measures). The training step's GFLOP/s is compared with it.
+double sgemm_gflops() {
+  constexpr std::int64_t n = 512;
+  std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n);
+  std::vector<double> times;
+  for (int i = 0; i < 23; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    blas::gemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+    if (i >= 3) times.push_back(seconds_since(t0));
+  }
+  return 2.0 * n * n * n / summarise(times).median / 1e9;
+}
+
+// Random sentences of exactly src_len and tgt_len tokens (ids 4.. are words).
+Batch random_batch(const BenchFlags& f, Generator& gen) {
+  std::vector<EncodedPair> data(static_cast<std::size_t>(f.batch));
+  for (EncodedPair& p : data) {
+    for (std::int64_t i = 0; i < f.src_len; ++i) p.source.push_back(4 + gen.randint(f.vocab - 4));
+    for (std::int64_t i = 0; i + 1 < f.tgt_len; ++i) p.target.push_back(4 + gen.randint(f.vocab - 4));  // + </s>
+  }
+  std::vector<std::int64_t> ids(data.size());
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::int64_t>(i);
+  return make_batch(data, ids);
+}
+
+void print_times(const char* what, const Summary& s, double tokens, const std::string& extra) {
+  fmt::print("{:<13}median {:9.2f} ms ({:.2f}-{:.2f})   {:10.0f} tokens/s{}\n", what, s.median * 1e3, s.lo * 1e3,
+             s.hi * 1e3, tokens / s.median, extra);
+}
+
+void bench_training(const BenchFlags& f, Seq2Seq& model, const Batch& batch) {
+  auto optimizer = make_optimizer("adam", model.parameters(), 1e-3);
+  const std::vector<Tensor> params = model.parameters();
+  const double sgemm_before = sgemm_gflops();
+  std::vector<double> times;
+  long faults_before = 0;
+  for (int i = 0; i < f.warmup + f.steps; ++i) {
+    if (i == f.warmup) faults_before = memory::minor_page_faults();
+    const auto t0 = std::chrono::steady_clock::now();
+    optimizer->zero_grad();
+    Tensor loss = model.loss(batch);
+    loss.backward();
+    optim::clip_grad_norm(params, 5.0);
+    optimizer->step();
+    if (i >= f.warmup) times.push_back(seconds_since(t0));
+  }
+  const double faults = static_cast<double>(memory::minor_page_faults() - faults_before) / f.steps;
+  const Summary s = summarise(times);
+  // sgemm before the steps too: the better of the two, should the machine be busy for one of them.
+  const double gflop = flops_per_step(f) / 1e9, rate = gflop / s.median, sgemm = std::max(sgemm_before, sgemm_gflops());
+  fmt::print("train step   median {:9.2f} ms ({:.2f}-{:.2f})   {:10.0f} target tokens/s   {:.2f} GFLOP/step   "
+             "{:.1f} GFLOP/s\n",
+             s.median * 1e3, s.lo * 1e3, s.hi * 1e3, static_cast<double>(f.batch * f.tgt_len) / s.median, gflop, rate);
+  fmt::print("sgemm        512x512x512 {:.1f} GFLOP/s, measured in this run: the training step runs at {:.0f}% of it\n", sgemm,
+             100 * rate / sgemm);
+  fmt::print("page faults  {:.1f} minor faults per training step (over the {} timed steps)\n", faults, f.steps);
+}
+
+// Greedy decoding and beam search over exactly decode_steps output tokens per
+// sentence: no stop at </s>, so that every run does the same work and the twin
+// (bench/torch_decode.py) does it too.
+void bench_decoding(const BenchFlags& f, Seq2Seq& model, const Batch& batch) {
+  model.eval();
+  const std::int64_t steps = f.decode_steps > 0 ? f.decode_steps : f.tgt_len;
+  const int runs = f.decode_runs > 0 ? f.decode_runs : std::max(3, f.steps / 4);
+  DecodeOptions o;
+  o.max_len_a = 0;
+  o.max_len_b = steps;
+  o.stop_at_eos = false;
+  const double tokens = static_cast<double>(f.batch * steps);
+  for (const std::int64_t beam : {std::int64_t{1}, f.beam}) {
+    o.beam = beam;
+    std::vector<double> times;
+    for (int i = 0; i < 1 + runs; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      const std::vector<Hypothesis> out = translate(model, batch, o);
+      if (i >= 1) times.push_back(seconds_since(t0));
+      for (const Hypothesis& h : out)
+        if (static_cast<std::int64_t>(h.tokens.size()) != steps)
+          fail("bench: a hypothesis has {} tokens, not the {} asked for", h.tokens.size(), steps);
+    }
+    const std::string extra = fmt::format("   ({} sentences x {} tokens)", f.batch, steps);
+    print_times(beam == 1 ? "greedy" : fmt::format("beam K={}", beam).c_str(), summarise(times), tokens, extra);
+    if (f.beam == 1) break;
+  }
+}
+
 void run_bench(const BenchFlags& f) {
   blas::set_num_threads(f.threads);
   Seq2SeqConfig c;
@@ -72,45 +174,12 @@ void run_bench(const BenchFlags& f) {
   c.validate();  // the model's size against core/limits.hpp, before anything is allocated
   Generator gen(f.seed);
   Seq2Seq model(c, gen);
-  // Random sentences of exactly src_len and tgt_len tokens (ids 4.. are words).
-  std::vector<EncodedPair> data(static_cast<std::size_t>(f.batch));
-  for (EncodedPair& p : data) {
-    for (std::int64_t i = 0; i < f.src_len; ++i) p.source.push_back(4 + gen.randint(f.vocab - 4));
-    for (std::int64_t i = 0; i + 1 < f.tgt_len; ++i) p.target.push_back(4 + gen.randint(f.vocab - 4));  // + </s>
-  }
-  std::vector<std::int64_t> ids(data.size());
-  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::int64_t>(i);
-  Batch batch = make_batch(data, ids);
-  auto optimizer = make_optimizer("adam", model.parameters(), 1e-3);
-  const std::vector<Tensor> params = model.parameters();
-  std::vector<double> times;
-  for (int i = 0; i < f.warmup + f.steps; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    optimizer->zero_grad();
-    Tensor loss = model.loss(batch);
-    loss.backward();
-    optim::clip_grad_norm(params, 5.0);
-    optimizer->step();
-    if (i >= f.warmup) times.push_back(seconds_since(t0));
-  }
-  model.eval();
-  DecodeOptions greedy;
-  greedy.max_len_a = 0;
-  greedy.max_len_b = f.tgt_len;  // the same number of steps as PyTorch's twin
-  std::vector<double> decode_times;
-  for (int i = 0; i < 2 + std::max(3, f.steps / 4); ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    greedy_decode(model, batch, greedy);
-    if (i >= 2) decode_times.push_back(seconds_since(t0));
-  }
-  const double step_ms = median(times) * 1e3, decode_ms = median(decode_times) * 1e3;
-  const double tokens = static_cast<double>(f.batch * f.tgt_len), gflop = flops_per_step(f) / 1e9;
+  const Batch batch = random_batch(f, gen);
+  fmt::print("attend  threads {}  attention {}\n", f.threads, f.attention);
+  if (f.train) bench_training(f, model, batch);
+  if (f.decode) bench_decoding(f, model, batch);
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
-  fmt::print("attend  threads {}  attention {}\n", f.threads, f.attention);
-  fmt::print("train step   median {:9.2f} ms   {:10.0f} target tokens/s   {:.2f} GFLOP/step   {:.1f} GFLOP/s\n", step_ms,
-             tokens / (step_ms / 1e3), gflop, gflop / (step_ms / 1e3));
-  fmt::print("greedy decode median {:9.2f} ms   {:10.0f} tokens/s\n", decode_ms, tokens / (decode_ms / 1e3));
   fmt::print("peak RSS     {:.0f} MB\n", static_cast<double>(usage.ru_maxrss) / 1024);
 }
 
@@ -118,7 +187,9 @@ void run_bench(const BenchFlags& f) {
 
 void add_bench_command(CLI::App& app) {
   auto f = std::make_shared<BenchFlags>();
-  auto* cmd = app.add_subcommand("bench", "Time training steps and greedy decoding on random data (twin: bench/torch_seq2seq.py)");
+  auto* cmd = app.add_subcommand("bench",
+                                 "Time training steps, greedy decoding and beam search on random data "
+                                 "(twins: bench/torch_seq2seq.py, bench/torch_decode.py)");
   cmd->add_option("--attention", f->attention, "none, additive, dot or general")
       ->check(CLI::IsMember({"none", "additive", "dot", "general"}))
       ->capture_default_str();
@@ -132,6 +203,17 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--vocab", f->vocab, "Vocabulary size (both sides)")->check(check::integer(5, limits::kMaxVocabulary, true))->capture_default_str();
   cmd->add_option("--steps", f->steps, "Timed training steps")->check(check::integer(1, 1000000))->capture_default_str();
   cmd->add_option("--warmup", f->warmup, "Untimed steps first")->check(check::integer(0, 1000000))->capture_default_str();
+  cmd->add_option("--decode-steps", f->decode_steps, "Output tokens per sentence when decoding, no stop at </s> (0: --tgt-len)")
+      ->check(check::integer(0, limits::kMaxSequence, true))
+      ->capture_default_str();
+  cmd->add_option("--beam", f->beam, "Beam size of the timed beam search (1: greedy only)")
+      ->check(check::integer(1, limits::kMaxBeam, true))
+      ->capture_default_str();
+  cmd->add_option("--decode-runs", f->decode_runs, "Timed decoding runs of each kind (0: max(3, steps / 4))")
+      ->check(check::integer(0, 1000000))
+      ->capture_default_str();
+  cmd->add_flag("!--no-train", f->train, "Skip the training steps (time decoding only)");
+  cmd->add_flag("!--no-decode", f->decode, "Skip decoding (time training only)");
   cmd->add_option("--threads", f->threads, "OpenBLAS threads")->check(check::threads())->capture_default_str();
   cmd->add_option("--seed", f->seed, "Seed")->capture_default_str();
   cmd->callback([f] { run_bench(*f); });

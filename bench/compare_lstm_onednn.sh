@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# attend's LSTM layer against oneDNN's LSTM primitive (forward and backward,
+# B=64 T=30 I=128 H=256, one thread): bench_lstm_onednn alternates the two in one
+# process for ROUNDS rounds (default 7), after checking that both compute the
+# same outputs and gradients, and prints each side's median and range. It is
+# built with the release preset when oneDNN (libdnnl-dev) is installed.
+# Usage, from the repository root (about a minute on an idle 2-vCPU machine):
+#   bench/compare_lstm_onednn.sh
+set -euo pipefail
+program="${BENCH_LSTM_ONEDNN:-build/release/bench/bench_lstm_onednn}"
+if [[ ! -x "$program" ]]; then
+  echo "compare_lstm_onednn: $program is missing: apt-get install libdnnl-dev, then" >&2
+  echo "  cmake --preset release && cmake --build --preset release --target bench_lstm_onednn" >&2
+  exit 1
+fi
+OMP_NUM_THREADS=1 "$program" "${ROUNDS:-7}"
