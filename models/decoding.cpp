@@ -40,6 +40,9 @@ double length_penalty_value(LengthPenalty kind, double alpha, std::int64_t lengt
 
 double coverage_penalty_value(double beta, const std::vector<std::vector<double>>& attention, std::int64_t source_length) {
   if (beta == 0) return 0;  // also when a token got no weight: beta * -inf would be NaN
+  for (const std::vector<double>& row : attention)
+    if (static_cast<std::int64_t>(row.size()) < source_length)
+      fail("coverage penalty: an attention row has {} weights for {} source tokens", row.size(), source_length);
   double total = 0;
   for (std::int64_t i = 0; i < source_length; ++i) {
     double covered = 0;  // sum_j a_ij

@@ -60,7 +60,7 @@ struct Hypothesis {
 // The penalties and the score of the header comment.
 double length_penalty_value(LengthPenalty kind, double alpha, std::int64_t length);
 // attention: one row per output token, each with at least source_length weights
-// (the first source_length are used). -inf when a source token got no weight at all.
+// (the first source_length are used; fewer is an Error). -inf when a source token got no weight at all.
 double coverage_penalty_value(double beta, const std::vector<std::vector<double>>& attention,
                               std::int64_t source_length);
 // Fills h.length_penalty, h.coverage_penalty and h.score from h.tokens, h.attention, h.log_prob.

@@ -66,6 +66,8 @@ TEST_CASE("coverage penalty by hand: beta * sum_i log(min(sum_j a_ij, 1))") {
   const std::vector<std::vector<double>> blind = {{1.0, 0.0}, {1.0, 0.0}};
   CHECK(coverage_penalty_value(0.0, blind, 2) == 0.0);
   CHECK(coverage_penalty_value(0.5, blind, 2) == -std::numeric_limits<double>::infinity());
+  CHECK_THROWS_WITH_AS(coverage_penalty_value(0.5, a, 3), "coverage penalty: an attention row has 2 weights for 3 source tokens",
+                       Error);
   // Fully covered: 0.
   CHECK(coverage_penalty_value(3.0, {{0.5, 0.5}, {0.5, 0.5}}, 2) == 0.0);
 
