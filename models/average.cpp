@@ -116,6 +116,11 @@ AverageReport average_model_dirs(const std::vector<std::string>& inputs, const s
       for (const auto& [file, a, b] : {std::tuple{"source.vocab", &first.source_vocab, &other.source_vocab},
                                        std::tuple{"target.vocab", &first.target_vocab, &other.target_vocab}})
         if (std::string d = vocab_difference(file, *a, *b); !d.empty()) fail("attend average: {}: {}", dir, d);
+      for (const auto& [side, a, b] : {std::tuple{"source", &first.codecs.source, &other.codecs.source},
+                                       std::tuple{"target", &first.codecs.target, &other.codecs.target}})
+        if (a->is_subword() != b->is_subword() || (a->is_subword() && a->subword()->bytes() != b->subword()->bytes()))
+          fail("attend average: {}: the {} side is read by another SentencePiece model than {}'s (or by words)", dir,
+               side, inputs[0]);
       tensors = load_safetensors(path_in(dir, options.weights)).tensors;
     }
     check_tensors(path_in(dir, options.weights), first_tensors, tensors);
@@ -147,6 +152,11 @@ AverageReport average_model_dirs(const std::vector<std::string>& inputs, const s
   write_file_atomic(path_in(staged.path(), "config.json"), info.dump(2) + "\n");
   for (const char* file : {"source.vocab", "target.vocab"})
     write_file_atomic(path_in(staged.path(), file), limits::read_bounded_file(path_in(inputs[0], file), "attend average"));
+  if (first.codecs.source.is_subword()) {  // the SentencePiece models, under the names config.json gives them
+    const nlohmann::json& subword = first.info.at("subword");
+    first.codecs.source.subword()->save(path_in(staged.path(), subword.at("source_model").get<std::string>()));
+    first.codecs.target.subword()->save(path_in(staged.path(), subword.at("target_model").get<std::string>()));
+  }
   save_safetensors(path_in(staged.path(), "model.safetensors"), mean,
                    {{"averaged_from", std::to_string(n) + " models"}});
   load_model_dir(staged.path());  // the new model loads before it replaces anything
