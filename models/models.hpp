@@ -12,6 +12,8 @@
 #include "models/gettext.hpp"
 #include "models/model_dir.hpp"
 #include "models/seq2seq.hpp"
+#include "models/subword.hpp"
+#include "models/text_codec.hpp"
 #include "models/tokenizer.hpp"
 #include "models/toy_language.hpp"
 #include "models/trainer.hpp"

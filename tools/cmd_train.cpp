@@ -357,6 +357,15 @@ void add_train_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("train", "Train a sequence-to-sequence model with attention");
   flags->data.add_to(*cmd);
   TrainFlags& f = *flags;
+  cmd->footer(
+      "Subwords (SentencePiece): --subword unigram|bpe trains a model of --vocab-size pieces on the training side of\n"
+      "the data, one for both languages (DIR/subword.model) or, with --subword-sides separate, one per side\n"
+      "(DIR/source.model, DIR/target.model). --spm-model FILE uses a model made by spm_train for both sides;\n"
+      "--spm-source-model and --spm-target-model one per side; they are copied into --out. The vocabularies hold\n"
+      "the pieces the training text uses, --max-len counts pieces, and translate and eval read and write plain text\n"
+      "(BLEU is scored on the decoded text). The .model files are SentencePiece's own: Python's sentencepiece reads them.\n"
+      "  spm_train --input=text.txt --model_prefix=m --vocab_size=8000 --model_type=unigram\n"
+      "  attend train --data pairs.tsv --spm-model m.model --out DIR");
   auto* subword = cmd->add_option("--subword", f.data.subword.type,
                                   "Subwords instead of words: train a SentencePiece model (unigram or bpe) on the "
                                   "training text and store it in --out (--max-len then counts pieces)")
