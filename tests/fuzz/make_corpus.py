@@ -162,6 +162,14 @@ def seeds_roundtrip():
         put("roundtrip", "random%d" % i, bytes(rng.randrange(256) for _ in range(64 + 48 * i)))
 
 
+def seeds_alignment():
+    # "TABLE NUL CHOICES": an --unk-dict table, then bytes that shape a matrix and word maps.
+    put("alignment", "table", "car voiture 0.9\ncar auto 0.1\nred rouge\n")
+    put("alignment", "matrix", b"house maison\n\x00" + bytes([3, 3, 0xff, 0x10, 0x80, 0x40, 0x20, 1, 2, 3, 4, 5, 6, 7, 8, 9,
+                                                             10, 3, 0, 1, 2, 3, 3, 0, 1, 2, 3, 4, 4, 1, 0]))
+    put("alignment", "bad_lines", b"a b c d\n\xc3\x28 x\nz y nan\n")
+
+
 for make in (seeds_safetensors, seeds_mo, seeds_corpus, seeds_vocabulary, seeds_config, seeds_trainer_state,
-             seeds_tokenizer, seeds_bleu, seeds_roundtrip):
+             seeds_tokenizer, seeds_bleu, seeds_roundtrip, seeds_alignment):
     make()
