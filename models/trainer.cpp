@@ -98,9 +98,12 @@ double Trainer::evaluate_loss(const std::vector<EncodedPair>& data) {
   return sum / static_cast<double>(tokens);
 }
 
-double Trainer::evaluate_bleu(const std::vector<EncodedPair>& data, std::int64_t limit) {
+double Trainer::evaluate_bleu(const std::vector<EncodedPair>& data, std::int64_t limit,
+                              const std::vector<std::string>& references_as_written) {
   const std::int64_t n = std::min<std::int64_t>(limit, static_cast<std::int64_t>(data.size()));
   if (n <= 0) return NAN;
+  if (!references_as_written.empty() && references_as_written.size() != data.size())
+    fail("evaluate_bleu: {} references for {} pairs", references_as_written.size(), data.size());
   EvalScope eval(model_);
   std::vector<EncodedPair> subset(data.begin(), data.begin() + n);
   BatchingOptions batching;
@@ -114,7 +117,10 @@ double Trainer::evaluate_bleu(const std::vector<EncodedPair>& data, std::int64_t
     std::vector<Hypothesis> out = greedy_decode(model_, b);
     for (std::int64_t i = 0; i < b.size(); ++i) {
       hypotheses.push_back(target_codec.decode(target_vocab_.decode(strip_eos(out[i].tokens), true)));
-      references.push_back(target_codec.decode(target_vocab_.decode(subset[b.example_ids[i]].target, true)));
+      const std::int64_t id = b.example_ids[i];
+      references.push_back(references_as_written.empty()
+                               ? target_codec.decode(target_vocab_.decode(subset[id].target, true))
+                               : references_as_written[static_cast<std::size_t>(id)]);
     }
   }
   return corpus_bleu(hypotheses, references).score;
@@ -231,7 +237,7 @@ void Trainer::finish_epoch(double loss_sum, std::int64_t tokens, std::int64_t st
   r.valid_loss = evaluate_loss(valid_);
   r.valid_perplexity = std::exp(r.valid_loss);
   // Under MPI rank 0 alone decodes for BLEU (it alone reports it).
-  r.valid_bleu = options_.bleu_sentences > 0 && is_root() ? evaluate_bleu(valid_, options_.bleu_sentences) : NAN;
+  r.valid_bleu = options_.bleu_sentences > 0 && is_root() ? evaluate_bleu(valid_, options_.bleu_sentences, valid_references) : NAN;
   r.elapsed_seconds = elapsed_seconds();
   // The best model is the one with the lowest validation loss; without
   // validation data, the lowest training loss. Losses of one kind are only

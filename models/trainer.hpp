@@ -101,6 +101,11 @@ class Trainer {
   // Turns target tokens back into text for validation BLEU (sacreBLEU on
   // detokenized text): words by default; a subword model's codec decodes pieces.
   TextCodec target_codec;
+  // The validation targets as written, one per validation pair: validation BLEU
+  // scores against them. Empty: against the targets decoded from their ids, in
+  // which a word outside the vocabulary is <unk> (a words model then earns
+  // credit for writing <unk>, and the score is higher than eval's).
+  std::vector<std::string> valid_references;
 
   // Data-parallel training (models/distributed.hpp, models/trainer_distributed.cpp):
   // every rank constructs the same Trainer on the same data and calls this before
@@ -116,8 +121,11 @@ class Trainer {
 
   // Mean loss per target token over data, without dropout or gradient.
   double evaluate_loss(const std::vector<EncodedPair>& data);
-  // Corpus BLEU of greedy translations of data's first `limit` pairs.
-  double evaluate_bleu(const std::vector<EncodedPair>& data, std::int64_t limit);
+  // Corpus BLEU of greedy translations of data's first `limit` pairs, against
+  // `references` (the targets as written, one per pair) or, when it is empty,
+  // against the targets decoded from their ids.
+  double evaluate_bleu(const std::vector<EncodedPair>& data, std::int64_t limit,
+                       const std::vector<std::string>& references = {});
 
   // The checkpoint of the current position into options.out_dir/checkpoint;
   // resume() reads it back, checks it, and rewrites train_log.csv to match it.

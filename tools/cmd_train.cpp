@@ -254,6 +254,7 @@ void train(Communicator& world, TrainFlags& f) {
   }
   Trainer trainer(model, data.target_vocab, data.train, data.valid, f.train);
   trainer.target_codec = data.codecs.target;
+  for (const SentencePair& p : data.valid_text) trainer.valid_references.push_back(p.target);
   trainer.distribute(world);
   if (f.resume) {
     trainer.resume();
