@@ -8,7 +8,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <set>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -204,4 +206,60 @@ TEST_CASE("without --subword attend train makes a words model, as before") {
   // --vocab-size and --subword-sides belong to --subword.
   const Result stray = attend_cli(s, train_args(corpus, s.path("w2"), {"--vocab-size", "100"}));
   CHECK(stray.exit_code != 0);
+}
+
+TEST_CASE("a subword model's alignments name words, its <unk> replacement and its average work on pieces") {
+  Scratch s;
+  const std::string corpus = write_corpus(s), dir = s.path("joint");
+  REQUIRE(attend_cli(s, train_args(corpus, dir, {"--subword", "unigram", "--vocab-size", "120"})).exit_code == 0);
+  const std::string input = "the red car sleeps\nthe small dog sees the cat\n";
+  const Result hard = attend_cli(s, {"translate", "--model", dir, "--alignments", "hard", "--quiet"}, input);
+  const Result soft = attend_cli(s, {"translate", "--model", dir, "--alignments", "soft", "--quiet"}, input);
+  REQUIRE_MESSAGE(hard.exit_code == 0, hard.err);
+  REQUIRE_MESSAGE(soft.exit_code == 0, soft.err);
+  std::istringstream hard_lines(hard.out), soft_lines(soft.out);
+  std::string h, j;
+  int sentences = 0;
+  while (std::getline(hard_lines, h) && std::getline(soft_lines, j)) {
+    ++sentences;
+    const nlohmann::json doc = nlohmann::json::parse(j);
+    const std::vector<std::string> source = doc["source"], target = doc["target"];
+    const std::vector<std::vector<double>> weights = doc["weights"];
+    // words by hand: a piece starting with U+2581 starts a word
+    auto word_of = [](const std::vector<std::string>& pieces) {
+      std::vector<std::int64_t> of;
+      std::int64_t word = -1;
+      for (const std::string& p : pieces) {
+        if (word < 0 || p.rfind("\xE2\x96\x81", 0) == 0) ++word;
+        of.push_back(word);
+      }
+      return of;
+    };
+    const std::vector<std::int64_t> source_word = word_of(source);
+    std::vector<std::string> output(target.begin(), target.end());
+    if (!output.empty() && output.back() == "</s>") output.pop_back();
+    const std::vector<std::int64_t> output_word = word_of(output);
+    std::set<std::pair<std::int64_t, std::int64_t>> expected;
+    for (std::size_t t = 0; t < output.size(); ++t) {
+      const std::size_t best = static_cast<std::size_t>(
+          std::max_element(weights[t].begin(), weights[t].end()) - weights[t].begin());
+      expected.insert({source_word[best], output_word[t]});
+    }
+    std::set<std::pair<std::int64_t, std::int64_t>> got;
+    std::istringstream links(h.substr(h.find('\t') + 1));
+    for (std::string link; links >> link;)
+      got.insert({std::stoll(link.substr(0, link.find('-'))), std::stoll(link.substr(link.find('-') + 1))});
+    CHECK(got == expected);
+    CHECK(h.substr(0, h.find('\t')) == doc["translation"].get<std::string>());
+  }
+  CHECK(sentences == 2);
+  // --replace-unk runs on pieces (no piece left as <unk>), and the average of a model with itself is the model
+  const Result unk = attend_cli(s, {"translate", "--model", dir, "--replace-unk", "--quiet"}, input);
+  CHECK_MESSAGE(unk.exit_code == 0, unk.err);
+  CHECK(!contains(unk.out, "<unk>"));
+  const Result avg = attend_cli(s, {"average", "--out", s.path("avg"), dir, dir});
+  REQUIRE_MESSAGE(avg.exit_code == 0, avg.err);
+  CHECK(fs::exists(s.path("avg") + "/subword.model"));
+  CHECK(attend_cli(s, {"translate", "--model", s.path("avg"), "--quiet"}, input).out ==
+        attend_cli(s, {"translate", "--model", dir, "--quiet"}, input).out);
 }
