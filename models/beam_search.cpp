@@ -55,6 +55,20 @@ bool sentence_done(const std::vector<Hypothesis>& finished, const std::vector<Be
   return best_live <= nth_best;
 }
 
+// The `keep` tokens of highest log p, best first (the lower id first on a tie),
+// in one pass over the row: a token enters only when it beats the worst kept,
+// which after the first few tokens is rare, so this costs about one comparison
+// per token and no memory (the partial sort it replaces sorted V indices).
+void best_tokens(const double* logp, std::int64_t V, std::int64_t keep, std::vector<std::int64_t>& top) {
+  top.clear();
+  auto better = [&](std::int64_t x, std::int64_t y) { return logp[x] > logp[y] || (logp[x] == logp[y] && x < y); };
+  for (std::int64_t v = 0; v < V; ++v) {
+    if (static_cast<std::int64_t>(top.size()) == keep && !better(v, top.back())) continue;
+    if (static_cast<std::int64_t>(top.size()) == keep) top.pop_back();
+    top.insert(std::upper_bound(top.begin(), top.end(), v, better), v);
+  }
+}
+
 }  // namespace
 
 std::vector<std::vector<Hypothesis>> beam_search_n_best(std::span<Seq2Seq* const> models, const Batch& batch,
@@ -76,9 +90,10 @@ std::vector<std::vector<Hypothesis>> beam_search_n_best(std::span<Seq2Seq* const
   std::vector<bool> done(static_cast<std::size_t>(B), false);
   std::vector<std::int64_t> previous(static_cast<std::size_t>(B * K), Vocabulary::kBos);
   std::vector<bool> wanted(static_cast<std::size_t>(B * K));
+  std::vector<std::int64_t> top;
   for (std::int64_t t = 0; t < longest; ++t) {
     for (std::int64_t r = 0; r < B * K; ++r) wanted[r] = !done[r / K] && beams[r].log_prob != kDead;
-    DecoderEnsemble::Output step = ensemble.step(previous, wanted);
+    DecoderEnsemble::Output& step = ensemble.step(previous, wanted);
     std::vector<Beam> next(static_cast<std::size_t>(B * K));
     std::vector<std::int64_t> parents(static_cast<std::size_t>(B * K));
     for (std::int64_t b = 0; b < B; ++b) {
@@ -90,13 +105,9 @@ std::vector<std::vector<Hypothesis>> beam_search_n_best(std::span<Seq2Seq* const
           double* logp = step.log_probs.data() + row * V;
           ignore_eos(options, logp);
           // Only the best 2K tokens of a beam can make the sentence's top 2K.
-          std::vector<std::int64_t> ids(static_cast<std::size_t>(V));
-          std::iota(ids.begin(), ids.end(), 0);
-          const std::int64_t keep = std::min<std::int64_t>(2 * K, V);
-          std::partial_sort(ids.begin(), ids.begin() + keep, ids.end(),
-                            [&](std::int64_t x, std::int64_t y) { return logp[x] > logp[y]; });
-          for (std::int64_t i = 0; i < keep; ++i)
-            if (logp[ids[i]] > kDead) candidates.push_back({beams[row].log_prob + logp[ids[i]], row, ids[i]});
+          best_tokens(logp, V, std::min<std::int64_t>(2 * K, V), top);
+          for (std::int64_t id : top)
+            if (logp[id] > kDead) candidates.push_back({beams[row].log_prob + logp[id], row, id});
         }
         std::stable_sort(candidates.begin(), candidates.end(),
                          [](const Candidate& x, const Candidate& y) { return x.log_prob > y.log_prob; });

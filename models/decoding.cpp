@@ -117,7 +117,7 @@ std::vector<Hypothesis> greedy_decode(std::span<Seq2Seq* const> models, const Ba
   std::vector<bool> live(static_cast<std::size_t>(B), true);
   std::vector<std::int64_t> previous(static_cast<std::size_t>(B), Vocabulary::kBos);
   for (std::int64_t t = 0; t < longest; ++t) {
-    DecoderEnsemble::Output step = ensemble.step(previous, live);
+    DecoderEnsemble::Output& step = ensemble.step(previous, live);
     bool any_live = false;
     for (std::int64_t b = 0; b < B; ++b) {
       if (!live[b]) continue;

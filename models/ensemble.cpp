@@ -92,10 +92,10 @@ DecoderEnsemble::DecoderEnsemble(std::span<Seq2Seq* const> models, const Batch& 
   }
 }
 
-DecoderEnsemble::Output DecoderEnsemble::step(const std::vector<std::int64_t>& previous, const std::vector<bool>& wanted) {
+DecoderEnsemble::Output& DecoderEnsemble::step(const std::vector<std::int64_t>& previous, const std::vector<bool>& wanted) {
   const std::int64_t N = rows_, V = vocab_, S = source_length_;
-  Output out;
-  out.log_probs.assign(static_cast<std::size_t>(N * V), 0.0);
+  Output& out = out_;
+  out.log_probs.assign(static_cast<std::size_t>(N * V), 0.0);  // same size every step: no new memory
   if (attending_ > 0) out.weights.assign(static_cast<std::size_t>(N * S), 0.0);
   for (Member& m : members_) {
     Seq2Seq::Step step = m.model->step(m.enc, Indices(previous), m.state);

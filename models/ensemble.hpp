@@ -29,7 +29,9 @@ class DecoderEnsemble {
   };
   // One decoder step of every model, fed the previous token of each row (N),
   // computing the log-probabilities of the rows marked in `wanted` (all when empty).
-  Output step(const std::vector<std::int64_t>& previous, const std::vector<bool>& wanted = {});
+  // The output lives in this object until the next step: its (N, V) buffer is
+  // reused, since fresh pages for it at every step cost more than filling them.
+  Output& step(const std::vector<std::int64_t>& previous, const std::vector<bool>& wanted = {});
   // Row r continues from row parents[r] of the last step (N): beam search's reordering.
   void reorder(const std::vector<std::int64_t>& parents);
 
@@ -44,6 +46,7 @@ class DecoderEnsemble {
     Seq2Seq::State state;
   };
   std::vector<Member> members_;
+  Output out_;
   std::int64_t rows_ = 0, vocab_ = 0, source_length_ = 0, attending_ = 0;
 };
 
