@@ -25,26 +25,14 @@
 #include "tools/commands.hpp"
 
 using namespace attend;
+using attend::testing::lines_of;
 using attend::testing::run_translate;
 using attend::testing::temp_dir;
+using attend::testing::words_of;
 using attend::testing::write_model;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  return out;
-}
-
-std::vector<std::string> words_of(const std::string& line) {
-  std::vector<std::string> out;
-  std::istringstream in(line);
-  for (std::string w; in >> w;) out.push_back(w);
-  return out;
-}
 
 bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 

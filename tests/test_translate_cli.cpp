@@ -16,25 +16,13 @@
 #include "tests/translate_cli.hpp"
 
 using namespace attend;
+using attend::testing::lines_of;
 using attend::testing::run_translate;
 using attend::testing::temp_dir;
+using attend::testing::words_of;
 using attend::testing::write_model;
 
 namespace {
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  return out;
-}
-
-std::vector<std::string> words_of(const std::string& line) {
-  std::vector<std::string> out;
-  std::istringstream in(line);
-  for (std::string w; in >> w;) out.push_back(w);
-  return out;
-}
 
 const char* kSources =
     "the red car sleeps\n"
