@@ -25,6 +25,7 @@
 #include "layers/serialize.hpp"
 #include "models/model_dir.hpp"
 #include "models/toy_language.hpp"
+#include "tests/cli_child.hpp"
 #include "tools/cli.hpp"
 
 using namespace attend;
@@ -32,66 +33,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-  int exit_code = -1;  // -1 when the child did not exit normally
-  int signal = 0;      // the signal that ended it (SIGALRM: it hung)
-  std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-struct Scratch {
-  fs::path dir = fs::temp_directory_path() / ("attend_cli_" + std::to_string(::getpid()));
-  Scratch() {
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~Scratch() { fs::remove_all(dir); }
-  std::string path(const std::string& name) const { return (dir / name).string(); }
-  std::string write(const std::string& name, const std::string& bytes) const {
-    std::ofstream(path(name), std::ios::binary) << bytes;
-    return path(name);
-  }
-};
-
-// `attend ARGS...` with `input` on stdin, in a child process given `seconds`.
-Result attend_cli(const Scratch& s, std::vector<std::string> args, const std::string& input = "", int seconds = 60) {
-  const std::string in = s.write("stdin.txt", input), out = s.path("stdout.txt"), err = s.path("stderr.txt");
-  args.insert(args.begin(), "attend");
-  std::fflush(nullptr);
-  const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    const int fd_in = ::open(in.c_str(), O_RDONLY);
-    const int fd_out = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    const int fd_err = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    ::dup2(fd_in, 0);
-    ::dup2(fd_out, 1);
-    ::dup2(fd_err, 2);
-    ::alarm(static_cast<unsigned>(seconds));
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const int code = tools::run_cli(static_cast<int>(args.size()), argv.data(), "test");
-    std::fflush(nullptr);
-    ::_exit(code);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  Result r;
-  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
-}
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+using Result = attend::testing::CliResult;
+using attend::testing::attend_cli;
+using attend::testing::contains;
+using attend::testing::Scratch;
+using attend::testing::slurp;
 
 // An error: a normal non-zero exit (no signal) with "attend: error: " and `part` on stderr.
 void check_error(const Result& r, const std::string& part) {

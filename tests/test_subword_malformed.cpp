@@ -15,6 +15,7 @@
 #include "layers/serialize.hpp"
 #include "models/model_dir.hpp"
 #include "models/subword.hpp"
+#include "tests/cli_child.hpp"
 
 using namespace attend;
 namespace fs = std::filesystem;
@@ -23,25 +24,10 @@ namespace {
 
 std::string data_path(const std::string& name) { return std::string(ATTEND_TEST_DATA) + "/" + name; }
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using attend::testing::slurp;
 
-struct Scratch {
-  fs::path dir = fs::temp_directory_path() / ("attend_subword_bad_" + std::to_string(::getpid()));
-  Scratch() {
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~Scratch() { fs::remove_all(dir); }
-  std::string write(const std::string& name, const std::string& bytes) const {
-    const std::string path = (dir / name).string();
-    std::ofstream(path, std::ios::binary) << bytes;
-    return path;
-  }
+struct Scratch : attend::testing::Scratch {
+  Scratch() : attend::testing::Scratch("attend_subword_bad") {}
 };
 
 // Loading `bytes` either gives a model that works, or throws attend::Error naming `name`.
