@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <memory>
+#include <numeric>
 #include <vector>
 
 #include "autograd/ops.hpp"
@@ -78,6 +80,35 @@ inline std::vector<Hypothesis> all_hypotheses(const std::vector<Seq2Seq*>& model
   }
   std::stable_sort(out.begin(), out.end(), [](const Hypothesis& x, const Hypothesis& y) { return x.score > y.score; });
   return out;
+}
+
+// A tiny float64 model (source vocabulary 7, embed 3, hidden 4) whose output
+// weights are scaled up: sharper, more varied distributions than the
+// initialisation's, so that searches disagree when they are wrong.
+inline std::unique_ptr<Seq2Seq> small_model(std::uint64_t seed, AttentionKind kind = AttentionKind::Additive,
+                                            std::int64_t target_vocab = 6, DType dtype = Float64) {
+  Seq2SeqConfig c;
+  c.source_vocab = 7;
+  c.target_vocab = target_vocab;
+  c.embed = 3;
+  c.hidden = 4;
+  c.attention = kind;
+  Generator init(seed);
+  auto model = std::make_unique<Seq2Seq>(c, init, dtype);
+  model->project.weight.mul_(4.0);
+  model->eval();
+  return model;
+}
+
+// A batch of these source sentences (token ids), float64 masks.
+inline Batch sources(const std::vector<std::vector<std::int64_t>>& sentences) {
+  std::vector<EncodedPair> data;
+  for (const auto& s : sentences) data.push_back({s, {4}});
+  std::vector<std::int64_t> ids(data.size());
+  std::iota(ids.begin(), ids.end(), 0);
+  BatchOptions o;
+  o.mask_dtype = Float64;
+  return make_batch(data, ids, o);
 }
 
 }  // namespace attend::testing

@@ -14,35 +14,8 @@
 
 using namespace attend;
 
-namespace {
-
-std::unique_ptr<Seq2Seq> small_model(std::uint64_t seed, AttentionKind kind = AttentionKind::Additive,
-                                     std::int64_t target_vocab = 6) {
-  Seq2SeqConfig c;
-  c.source_vocab = 7;
-  c.target_vocab = target_vocab;
-  c.embed = 3;
-  c.hidden = 4;
-  c.attention = kind;
-  Generator init(seed);
-  auto model = std::make_unique<Seq2Seq>(c, init, Float64);
-  // Larger output weights than the initialisation's: sharper, more varied distributions.
-  model->project.weight.mul_(4.0);
-  model->eval();
-  return model;
-}
-
-Batch sources(const std::vector<std::vector<std::int64_t>>& sentences) {
-  std::vector<EncodedPair> data;
-  for (const auto& s : sentences) data.push_back({s, {4}});
-  std::vector<std::int64_t> ids(data.size());
-  std::iota(ids.begin(), ids.end(), 0);
-  BatchOptions o;
-  o.mask_dtype = Float64;
-  return make_batch(data, ids, o);
-}
-
-}  // namespace
+using attend::testing::small_model;
+using attend::testing::sources;
 
 TEST_CASE("length penalties by hand: average |Y|^alpha, GNMT ((5 + |Y|) / 6)^alpha, none") {
   CHECK(length_penalty_value(LengthPenalty::Average, 0.5, 4) == doctest::Approx(2.0));
