@@ -5,6 +5,8 @@
 //   --alignments soft  one JSON object: the tokens of both sides and the weights
 //   --n-best K         K lines in Moses n-best format
 // and the decoding flags translate and eval share.
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -36,10 +38,10 @@ std::string soft_alignment(const TextTranslation& t) {
 }  // namespace
 
 void replace_unknown_words(TextTranslation& t, const UnkDictionary& dictionary, const TextCodec& target) {
-  const std::vector<std::string> pieces = t.output_tokens;
+  if (std::find(t.output_tokens.begin(), t.output_tokens.end(), "<unk>") == t.output_tokens.end()) return;
+  const std::vector<std::string> pieces = t.output_tokens;  // as decoded, for re-joining subword text
   const std::vector<UnkReplacement> done =
       replace_unknown(t.output_tokens, t.attention, t.source_words, t.source_word_of, dictionary);
-  if (done.empty()) return;
   if (!target.is_subword()) {
     t.text = target.decode(t.output_tokens);
   } else {
