@@ -1,6 +1,9 @@
 #include "core/storage.hpp"
 
 #include <sys/mman.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -216,6 +219,15 @@ void set_caching(bool enabled) {
 bool caching() {
   std::lock_guard lock(cache().mutex);
   return cache().enabled;
+}
+void retain_freed_heap(std::size_t bytes) {
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__)
+  const int n = static_cast<int>(std::min<std::size_t>(bytes, std::size_t{1} << 30));
+  mallopt(M_TRIM_THRESHOLD, n);
+  mallopt(M_MMAP_THRESHOLD, n);
+#else
+  (void)bytes;
+#endif
 }
 long minor_page_faults() {
   rusage usage{};

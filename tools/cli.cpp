@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "core/printable.hpp"
+#include "core/storage.hpp"
 #include "tools/commands.hpp"
 
 namespace attend::tools {
@@ -38,6 +39,7 @@ int report(const std::string& message) {
 }  // namespace
 
 int run_cli(int argc, char** argv, const std::string& version) {
+  memory::retain_freed_heap(std::size_t{32} << 20);  // see core/storage.hpp: decoding touched fresh pages every search
   CLI::App app{"attend: sequence-to-sequence models with attention, from scratch, on a CPU"};
   app.set_version_flag("--version", "attend " + version);
   app.require_subcommand(1);
