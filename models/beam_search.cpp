@@ -10,6 +10,7 @@
 #include "autograd/ops.hpp"
 #include "models/decoding_steps.hpp"
 #include "models/ensemble.hpp"
+#include "models/top_tokens.hpp"
 
 namespace attend {
 
@@ -17,10 +18,49 @@ namespace {
 
 const double kDead = -std::numeric_limits<double>::infinity();
 
+// A live hypothesis: its history lives in the Trellis, as the node of its last token.
 struct Beam {
-  std::vector<std::int64_t> tokens;
-  std::vector<std::vector<double>> attention;
   double log_prob = 0;
+  std::int64_t node = -1;  // -1: no token yet
+  std::int64_t length = 0;
+};
+
+// Every token any beam has taken, with a pointer to the node before it, and its
+// attention row: a beam that grows adds one node instead of copying its whole
+// history (tokens and a row of weights per token, which cost O(T^2 S) per
+// hypothesis and a tenth of beam search's time in malloc). A finished
+// hypothesis is read back from its last node.
+class Trellis {
+ public:
+  // A token after node `parent` (-1: the first token); weights: its attention
+  // row (`length` weights), or null without attention. Returns the new node.
+  std::int64_t add(std::int64_t parent, std::int64_t token, const double* weights, std::int64_t length) {
+    nodes_.push_back({parent, token, static_cast<std::int64_t>(weights_.size()), length, weights != nullptr});
+    if (weights) weights_.insert(weights_.end(), weights, weights + length);
+    return static_cast<std::int64_t>(nodes_.size()) - 1;
+  }
+  // The hypothesis ending at `node`: its tokens and attention rows, first to last.
+  Hypothesis read(std::int64_t node, double log_prob) const {
+    Hypothesis h;
+    h.log_prob = log_prob;
+    for (std::int64_t n = node; n >= 0; n = nodes_[n].parent) {
+      const Node& x = nodes_[n];
+      h.tokens.push_back(x.token);
+      if (x.has_weights)
+        h.attention.emplace_back(weights_.begin() + x.weights_offset, weights_.begin() + x.weights_offset + x.weights_length);
+    }
+    std::reverse(h.tokens.begin(), h.tokens.end());
+    std::reverse(h.attention.begin(), h.attention.end());
+    return h;
+  }
+  std::int64_t token(std::int64_t node) const { return nodes_[node].token; }
+ private:
+  struct Node {
+    std::int64_t parent, token, weights_offset, weights_length;
+    bool has_weights;
+  };
+  std::vector<Node> nodes_;
+  std::vector<double> weights_;
 };
 
 struct Candidate {
@@ -55,20 +95,6 @@ bool sentence_done(const std::vector<Hypothesis>& finished, const std::vector<Be
   return best_live <= nth_best;
 }
 
-// The `keep` tokens of highest log p, best first (the lower id first on a tie),
-// in one pass over the row: a token enters only when it beats the worst kept,
-// which after the first few tokens is rare, so this costs about one comparison
-// per token and no memory (the partial sort it replaces sorted V indices).
-void best_tokens(const double* logp, std::int64_t V, std::int64_t keep, std::vector<std::int64_t>& top) {
-  top.clear();
-  auto better = [&](std::int64_t x, std::int64_t y) { return logp[x] > logp[y] || (logp[x] == logp[y] && x < y); };
-  for (std::int64_t v = 0; v < V; ++v) {
-    if (static_cast<std::int64_t>(top.size()) == keep && !better(v, top.back())) continue;
-    if (static_cast<std::int64_t>(top.size()) == keep) top.pop_back();
-    top.insert(std::upper_bound(top.begin(), top.end(), v, better), v);
-  }
-}
-
 }  // namespace
 
 std::vector<std::vector<Hypothesis>> beam_search_n_best(std::span<Seq2Seq* const> models, const Batch& batch,
@@ -91,13 +117,16 @@ std::vector<std::vector<Hypothesis>> beam_search_n_best(std::span<Seq2Seq* const
   std::vector<std::int64_t> previous(static_cast<std::size_t>(B * K), Vocabulary::kBos);
   std::vector<bool> wanted(static_cast<std::size_t>(B * K));
   std::vector<std::int64_t> top;
+  std::vector<double> scratch;
+  std::vector<Candidate> candidates;
+  std::vector<Beam> next(static_cast<std::size_t>(B * K));
+  std::vector<std::int64_t> parents(static_cast<std::size_t>(B * K));
+  Trellis trellis;
   for (std::int64_t t = 0; t < longest; ++t) {
     for (std::int64_t r = 0; r < B * K; ++r) wanted[r] = !done[r / K] && beams[r].log_prob != kDead;
     DecoderEnsemble::Output& step = ensemble.step(previous, wanted);
-    std::vector<Beam> next(static_cast<std::size_t>(B * K));
-    std::vector<std::int64_t> parents(static_cast<std::size_t>(B * K));
     for (std::int64_t b = 0; b < B; ++b) {
-      std::vector<Candidate> candidates;
+      candidates.clear();
       if (!done[b]) {
         for (std::int64_t k = 0; k < K; ++k) {
           const std::int64_t row = b * K + k;
@@ -105,7 +134,7 @@ std::vector<std::vector<Hypothesis>> beam_search_n_best(std::span<Seq2Seq* const
           double* logp = step.log_probs.data() + row * V;
           ignore_eos(options, logp);
           // Only the best 2K tokens of a beam can make the sentence's top 2K.
-          best_tokens(logp, V, std::min<std::int64_t>(2 * K, V), top);
+          best_tokens(logp, V, std::min<std::int64_t>(2 * K, V), top, scratch);
           for (std::int64_t id : top)
             if (logp[id] > kDead) candidates.push_back({beams[row].log_prob + logp[id], row, id});
         }
@@ -115,33 +144,32 @@ std::vector<std::vector<Hypothesis>> beam_search_n_best(std::span<Seq2Seq* const
       std::int64_t live = 0;
       for (const Candidate& c : candidates) {
         if (live == K) break;
-        Beam beam = beams[c.row];
-        beam.tokens.push_back(c.token);
-        beam.log_prob = c.log_prob;
-        if (!step.weights.empty()) beam.attention.push_back(attention_row(step.weights, c.row, S, batch.source_lengths[b]));
-        if (c.token == Vocabulary::kEos || static_cast<std::int64_t>(beam.tokens.size()) >= limit[b]) {
-          Hypothesis h{std::move(beam.tokens), std::move(beam.attention), beam.log_prob};
+        const Beam& parent = beams[c.row];
+        const double* weights = step.weights.empty() ? nullptr : step.weights.data() + c.row * S;
+        const Beam beam{c.log_prob, trellis.add(parent.node, c.token, weights, batch.source_lengths[b]), parent.length + 1};
+        if (c.token == Vocabulary::kEos || beam.length >= limit[b]) {
+          Hypothesis h = trellis.read(beam.node, beam.log_prob);
           score_hypothesis(h, batch.source_lengths[b], options);
           finished[b].push_back(std::move(h));
           continue;
         }
         parents[b * K + live] = c.row;
-        next[b * K + live] = std::move(beam);
+        next[b * K + live] = beam;
         ++live;
       }
       for (std::int64_t k = live; k < K; ++k) {  // unused rows: dead beams
         parents[b * K + k] = b * K;
-        next[b * K + k].log_prob = kDead;
+        next[b * K + k] = Beam{kDead};
       }
       if (!done[b]) {
         done[b] = sentence_done(finished[b], next, b * K, live, limit[b], options, early_stop);
         if (done[b])
-          for (std::int64_t k = 0; k < K; ++k) next[b * K + k].log_prob = kDead;
+          for (std::int64_t k = 0; k < K; ++k) next[b * K + k] = Beam{kDead};
       }
     }
     if (std::all_of(done.begin(), done.end(), [](bool d) { return d; })) break;
-    beams = std::move(next);
-    for (std::int64_t r = 0; r < B * K; ++r) previous[r] = beams[r].tokens.empty() ? Vocabulary::kBos : beams[r].tokens.back();
+    std::swap(beams, next);
+    for (std::int64_t r = 0; r < B * K; ++r) previous[r] = beams[r].node < 0 ? Vocabulary::kBos : trellis.token(beams[r].node);
     ensemble.reorder(parents);
   }
   std::vector<std::vector<Hypothesis>> out(static_cast<std::size_t>(B));

@@ -1,0 +1,104 @@
+#include "models/top_tokens.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+namespace attend {
+
+namespace {
+
+constexpr std::int64_t kBlock = 8;
+constexpr double kMinusInf = -std::numeric_limits<double>::infinity();
+
+// The largest of x[0], ..., x[7], NaN passed over (-inf when all are NaN).
+// SSE2 (every x86-64) by hand: the compiler kept the plain loop scalar.
+double block_max(const double* x) {
+#if defined(__SSE2__)
+  __m128d m = _mm_set1_pd(kMinusInf);
+  for (int j = 0; j < kBlock; j += 2) m = _mm_max_pd(_mm_loadu_pd(x + j), m);  // x > m ? x : m, so NaN keeps m
+  return _mm_cvtsd_f64(_mm_max_pd(_mm_unpackhi_pd(m, m), m));
+#else
+  double m = kMinusInf;
+  for (int j = 0; j < kBlock; ++j) m = x[j] > m ? x[j] : m;
+  return m;
+#endif
+}
+
+// Whether any of x[0], ..., x[7] is at least `bound` (never for NaN).
+bool any_at_least(const double* x, double bound) {
+#if defined(__SSE2__)
+  const __m128d b = _mm_set1_pd(bound);
+  const __m128d low = _mm_or_pd(_mm_cmpge_pd(_mm_loadu_pd(x), b), _mm_cmpge_pd(_mm_loadu_pd(x + 2), b));
+  const __m128d high = _mm_or_pd(_mm_cmpge_pd(_mm_loadu_pd(x + 4), b), _mm_cmpge_pd(_mm_loadu_pd(x + 6), b));
+  return _mm_movemask_pd(_mm_or_pd(low, high)) != 0;
+#else
+  bool any = false;
+  for (int j = 0; j < kBlock; ++j) any |= x[j] >= bound;
+  return any;
+#endif
+}
+
+}  // namespace
+
+// Tokens are offered in rising id, so a token beats the worst one kept exactly
+// when its log p is higher. Most tokens need not be offered at all: the
+// `keep`-th largest of the blocks' maxima is `keep` different tokens' log p, so
+// the keep-th best token, and every token of the answer, is at least that
+// bound; a block with nothing reaching it is passed over whole. At V = 1000
+// and keep = 10 that leaves about 10 of 125 blocks to look into.
+void best_tokens(const double* logp, std::int64_t V, std::int64_t keep, std::vector<std::int64_t>& top,
+                 std::vector<double>& scratch) {
+  top.clear();
+  if (keep <= 0 || V <= 0) return;
+  auto better = [&](std::int64_t x, std::int64_t y) { return logp[x] > logp[y] || (logp[x] == logp[y] && x < y); };
+  auto offer = [&](std::int64_t v) {
+    if (std::isnan(logp[v])) return;
+    if (static_cast<std::int64_t>(top.size()) == keep) {
+      if (!(logp[v] > logp[top.back()])) return;
+      top.pop_back();
+    }
+    top.insert(std::upper_bound(top.begin(), top.end(), v, better), v);
+  };
+  const std::int64_t blocks = V / kBlock;
+  double bound = kMinusInf;
+  if (blocks >= keep) {
+    // The best `keep` maxima, largest first, by insertion: after the first
+    // blocks few maxima get in, so this is cheaper than std::nth_element
+    // (which took most of this function's time at V = 1000).
+    scratch.resize(static_cast<std::size_t>(keep));
+    double* best = scratch.data();
+    std::int64_t n = 0;
+    for (std::int64_t i = 0; i < blocks; ++i) {
+      const double m = block_max(logp + i * kBlock);  // never NaN
+      if (n == keep) {
+        if (!(m > best[n - 1])) continue;
+        --n;
+      }
+      std::int64_t j = n++;
+      for (; j > 0 && best[j - 1] < m; --j) best[j] = best[j - 1];
+      best[j] = m;
+    }
+    bound = best[keep - 1];
+  }
+  for (std::int64_t i = 0; i < blocks; ++i)
+    if (any_at_least(logp + i * kBlock, bound))
+      for (std::int64_t v = i * kBlock; v < (i + 1) * kBlock; ++v) offer(v);
+  for (std::int64_t v = blocks * kBlock; v < V; ++v) offer(v);
+}
+
+std::vector<std::int64_t> best_tokens_by_sorting(const double* logp, std::int64_t V, std::int64_t keep) {
+  std::vector<std::int64_t> ids;
+  for (std::int64_t v = 0; v < V; ++v)
+    if (!std::isnan(logp[v])) ids.push_back(v);
+  std::stable_sort(ids.begin(), ids.end(), [&](std::int64_t x, std::int64_t y) { return logp[x] > logp[y]; });
+  if (static_cast<std::int64_t>(ids.size()) > keep) ids.resize(static_cast<std::size_t>(std::max<std::int64_t>(keep, 0)));
+  return ids;
+}
+
+}  // namespace attend
