@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "autograd/ops.hpp"
+#include "core/blas.hpp"
 #include "core/fast_math.hpp"
 #include "core/limits.hpp"
 
@@ -31,13 +32,15 @@ void expand_rows(Seq2Seq& model, Seq2Seq::Encoded& enc, const std::vector<std::i
   enc.cell_weights = model.cell.step_weights(static_cast<std::int64_t>(expand.size()));  // steps now run N rows
 }
 
-// out[v] += log_softmax(z)[v], in double: log p_v = z_v - (m + log sum_u e^(z_u - m)).
-void add_log_softmax(const double* z, std::int64_t V, double* out) {
+// out[v] = log_softmax(z)[v] (the first model) or out[v] += (the others), in
+// double: log p_v = z_v - (m + log sum_u e^(z_u - m)). Writing rather than
+// zeroing and adding saves a pass over the (N, V) buffer for a single model.
+void put_log_softmax(const double* z, std::int64_t V, bool add, double* out) {
   const double m = *std::max_element(z, z + V);
   double total = 0;
   for (std::int64_t v = 0; v < V; ++v) total += std::exp(z[v] - m);
   const double log_total = m + std::log(total);
-  for (std::int64_t v = 0; v < V; ++v) out[v] += z[v] - log_total;
+  for (std::int64_t v = 0; v < V; ++v) out[v] = (add ? out[v] : 0.0) + (z[v] - log_total);
 }
 
 // The same for float32 logits, which decoding spent a third of its time turning
@@ -45,10 +48,28 @@ void add_log_softmax(const double* z, std::int64_t V, double* out) {
 // by the vectorised float exp (relative error ~1e-7, summed in double), each
 // log p_v in double as above. The double version stays for float64 models, so
 // that the exhaustive-search tests (float64) hold beam search to 1e-12.
-void add_log_softmax(const float* z, std::int64_t V, double* out) {
+void put_log_softmax(const float* z, std::int64_t V, bool add, double* out) {
   const float m = fast_math::max(z, V);
   const double log_total = static_cast<double>(m) + std::log(fast_math::exp_shifted_sum(z, m, nullptr, V));
-  for (std::int64_t v = 0; v < V; ++v) out[v] += static_cast<double>(z[v]) - log_total;
+  for (std::int64_t v = 0; v < V; ++v) out[v] = (add ? out[v] : 0.0) + (static_cast<double>(z[v]) - log_total);
+}
+
+// logits = x @ W^T + b (N, V), as model.logits(x) computes it, but from
+// weight_t = W^T (H, V) made once per search: OpenBLAS packs the transposed
+// operand afresh at every call, and multiplying by the plain one is faster at
+// decoding's few rows (measured, one thread: (16, 64) @ (64, 1000) 36 us
+// against 42 us; (64, 256) @ (256, 8000) 3.9 ms against 4.6 ms).
+Tensor project_rows(const Tensor& x, const Tensor& weight_t, const Tensor& bias) {
+  const std::int64_t N = x.size(0), H = x.size(1), V = weight_t.size(1);
+  Tensor y = empty({N, V}, x.dtype());
+  dispatch(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    T* py = y.data<T>();
+    if (bias.defined())
+      for (std::int64_t r = 0; r < N; ++r) std::copy(bias.data<T>(), bias.data<T>() + V, py + r * V);
+    blas::gemm(false, false, N, V, H, T(1), x.data<T>(), H, weight_t.data<T>(), V, bias.defined() ? T(1) : T(0), py, V);
+  });
+  return y;
 }
 
 }  // namespace
@@ -87,7 +108,8 @@ DecoderEnsemble::DecoderEnsemble(std::span<Seq2Seq* const> models, const Batch& 
     Seq2Seq::Encoded enc = model->encode(batch.source, batch.source_lengths, batch.source_mask);
     if (R > 1) expand_rows(*model, enc, expand);
     Seq2Seq::State state = model->initial_state(enc);
-    members_.push_back({model, std::move(enc), std::move(state)});
+    Tensor project_t = transpose(model->project.weight.detach(), 0, 1);  // a copy: tensors are contiguous
+    members_.push_back({model, std::move(enc), std::move(state), std::move(project_t)});
     if (model->config().attention != AttentionKind::None) ++attending_;
   }
 }
@@ -95,16 +117,22 @@ DecoderEnsemble::DecoderEnsemble(std::span<Seq2Seq* const> models, const Batch& 
 DecoderEnsemble::Output& DecoderEnsemble::step(const std::vector<std::int64_t>& previous, const std::vector<bool>& wanted) {
   const std::int64_t N = rows_, V = vocab_, S = source_length_;
   Output& out = out_;
-  out.log_probs.assign(static_cast<std::size_t>(N * V), 0.0);  // same size every step: no new memory
+  out.log_probs.resize(static_cast<std::size_t>(N * V));  // same size every step: no new memory
   if (attending_ > 0) out.weights.assign(static_cast<std::size_t>(N * S), 0.0);
-  for (Member& m : members_) {
+  for (std::size_t i = 0; i < members_.size(); ++i) {
+    Member& m = members_[i];
     Seq2Seq::Step step = m.model->step(m.enc, Indices(previous), m.state);
     m.state = step.state;
-    const Tensor logits = m.model->logits(step.attentional);  // (N, V)
+    const Tensor logits = project_rows(step.attentional, m.project_t, m.model->project.bias);  // (N, V)
+    const bool add = i > 0;
     for (std::int64_t r = 0; r < N; ++r) {
-      if (!wanted.empty() && !wanted[r]) continue;
-      if (logits.dtype() == Float32) add_log_softmax(logits.data<float>() + r * V, V, out.log_probs.data() + r * V);
-      else add_log_softmax(logits.data<double>() + r * V, V, out.log_probs.data() + r * V);
+      double* row = out.log_probs.data() + r * V;
+      if (!wanted.empty() && !wanted[r]) {
+        if (!add) std::fill(row, row + V, 0.0);
+        continue;
+      }
+      if (logits.dtype() == Float32) put_log_softmax(logits.data<float>() + r * V, V, add, row);
+      else put_log_softmax(logits.data<double>() + r * V, V, add, row);
     }
     if (step.weights.defined()) {
       const Tensor weights = step.weights.to(Float64);  // (N, S)

@@ -44,6 +44,7 @@ class DecoderEnsemble {
     Seq2Seq* model;
     Seq2Seq::Encoded enc;
     Seq2Seq::State state;
+    Tensor project_t;  // (H, V) the output projection's weight, transposed once for every step (project_rows)
   };
   std::vector<Member> members_;
   Output out_;
