@@ -5,7 +5,9 @@
 # prints each side's median training-step time over the rounds, their range,
 # the ratio of the medians, the ratio in each round (PyTorch's time over
 # attend's in the same round) and attend's share of the sgemm rate it measured
-# in the same run. PyTorch's step time varies from one process to the next here
+# in the same run, with the floor that rate puts under the step (its matrix
+# products alone at the sgemm rate) and the largest speed-up over PyTorch that
+# floor allows. PyTorch's step time varies from one process to the next here
 # (19 to 30 ms at config S, with the same flags), hence the rounds.
 # TORCH_FLAGS="--project-all" compares with the twin that embeds all target
 # steps at once and runs the output projection once over all time steps.
@@ -24,12 +26,14 @@ read -r -a torch_flags <<<"${TORCH_FLAGS:-}"
 step() { awk '/^train step/ {print $4}' <<<"$1"; }
 rss() { awk '/^peak RSS/ {print $3}' <<<"$1"; }
 sgemm_share() { sed -n 's/^sgemm .* runs at \([0-9.]*\)% of it$/\1/p' <<<"$1"; }
-a_steps=() t_steps=() ratios=() shares=() a_rss=0 t_rss=0
+# The floor of $1 ("train step", "greedy", "beam K=5") in ms: its products at the sgemm rate.
+floor_ms() { sed -n "s/^floor .*$1 \([0-9.]*\) ms.*/\1/p" <<<"$2"; }
+a_steps=() t_steps=() ratios=() shares=() floors=() a_rss=0 t_rss=0
 for ((r = 1; r <= rounds; ++r)); do
   a="$("$attend_bin" bench --no-decode "$@")"
   t="$("$python" bench/torch_seq2seq.py "$@" "${torch_flags[@]}")"
   if ((r == 1)); then printf '%s\n\n%s\n\n' "$a" "$t"; fi
-  a_steps+=("$(step "$a")") t_steps+=("$(step "$t")") shares+=("$(sgemm_share "$a")")
+  a_steps+=("$(step "$a")") t_steps+=("$(step "$t")") shares+=("$(sgemm_share "$a")") floors+=("$(floor_ms "train step" "$a")")
   ratios+=("$(awk -v a="${a_steps[-1]}" -v t="${t_steps[-1]}" 'BEGIN {printf "%.2f", t / a}')")
   a_rss=$(awk -v x="$a_rss" -v y="$(rss "$a")" 'BEGIN {print (y > x ? y : x)}')
   t_rss=$(awk -v x="$t_rss" -v y="$(rss "$t")" 'BEGIN {print (y > x ? y : x)}')
@@ -40,13 +44,16 @@ read -r am amin amax < <(printf '%s\n' "${a_steps[@]}" | summary)
 read -r tm tmin tmax < <(printf '%s\n' "${t_steps[@]}" | summary)
 read -r rm rmin rmax < <(printf '%s\n' "${ratios[@]}" | summary)
 read -r sm smin smax < <(printf '%s\n' "${shares[@]}" | summary)
+read -r fm fmin fmax < <(printf '%s\n' "${floors[@]}" | summary)
 awk -v am="$am" -v amin="$amin" -v amax="$amax" -v tm="$tm" -v tmin="$tmin" -v tmax="$tmax" -v n="$rounds" \
     -v ra="$a_rss" -v rt="$t_rss" -v rmin="$rmin" -v rmax="$rmax" -v sm="$sm" -v smin="$smin" -v smax="$smax" \
+    -v fm="$fm" -v fmin="$fmin" -v fmax="$fmax" \
     -v twin="pytorch${TORCH_FLAGS:+ ($TORCH_FLAGS)}" 'BEGIN {
   printf "training step over %d alternating rounds, median (min-max) of each round'"'"'s median:\n", n
   printf "  attend %.2f ms (%.2f-%.2f), %s %.2f ms (%.2f-%.2f): attend is %.2fx as fast\n", am, amin, amax, twin, tm, tmin, tmax, tm / am
   printf "  speed-up within each round: %.2fx to %.2fx\n", rmin, rmax
   printf "  attend at %.0f%% (%.0f-%.0f%%) of the sgemm rate measured in its run\n", sm, smin, smax
+  printf "  the products alone at that rate: %.2f ms (%.2f-%.2f), so nothing doing them here is more than %.2fx as fast as %s\n", fm, fmin, fmax, tm / fm, twin
   printf "peak RSS: attend %d MB, pytorch %d MB (%.2f of pytorch)\n", ra, rt, ra / rt
 }'
 echo "per round (pytorch / attend): ${ratios[*]}"

@@ -2,6 +2,9 @@
 
 #include <cblas.h>
 
+#include <atomic>
+#include <chrono>
+
 #include "core/error.hpp"
 
 namespace attend::blas {
@@ -17,24 +20,53 @@ bool empty_product(std::int64_t m, std::int64_t n, std::int64_t k, T beta, T* c,
     for (std::int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
   return true;
 }
+std::atomic<bool> timing{false};
+std::atomic<std::int64_t> timed_calls{0};
+std::atomic<double> timed_seconds{0}, timed_flops{0};
+
+// Runs one product, timed when timing is on.
+template <class F>
+void timed(std::int64_t m, std::int64_t n, std::int64_t k, F&& product) {
+  if (!timing.load(std::memory_order_relaxed)) return product();
+  const auto t0 = std::chrono::steady_clock::now();
+  product();
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  timed_calls.fetch_add(1, std::memory_order_relaxed);
+  timed_seconds.fetch_add(s, std::memory_order_relaxed);
+  timed_flops.fetch_add(2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k),
+                        std::memory_order_relaxed);
+}
 }  // namespace
+
+void set_gemm_timing(bool on) {
+  timed_calls = 0;
+  timed_seconds = 0;
+  timed_flops = 0;
+  timing = on;
+}
+
+GemmStats gemm_stats() { return {timed_calls.load(), timed_seconds.load(), timed_flops.load()}; }
 
 void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
           const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
           std::int64_t ldc) {
   if (empty_product(m, n, k, beta, c, ldc)) return;
-  cblas_sgemm(CblasRowMajor, op(trans_a), op(trans_b), static_cast<blasint>(m), static_cast<blasint>(n),
-              static_cast<blasint>(k), alpha, a, static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta,
-              c, static_cast<blasint>(ldc));
+  timed(m, n, k, [&] {
+    cblas_sgemm(CblasRowMajor, op(trans_a), op(trans_b), static_cast<blasint>(m), static_cast<blasint>(n),
+                static_cast<blasint>(k), alpha, a, static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta,
+                c, static_cast<blasint>(ldc));
+  });
 }
 
 void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, double alpha,
           const double* a, std::int64_t lda, const double* b, std::int64_t ldb, double beta, double* c,
           std::int64_t ldc) {
   if (empty_product(m, n, k, beta, c, ldc)) return;
-  cblas_dgemm(CblasRowMajor, op(trans_a), op(trans_b), static_cast<blasint>(m), static_cast<blasint>(n),
-              static_cast<blasint>(k), alpha, a, static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta,
-              c, static_cast<blasint>(ldc));
+  timed(m, n, k, [&] {
+    cblas_dgemm(CblasRowMajor, op(trans_a), op(trans_b), static_cast<blasint>(m), static_cast<blasint>(n),
+                static_cast<blasint>(k), alpha, a, static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta,
+                c, static_cast<blasint>(ldc));
+  });
 }
 
 void set_num_threads(int n) {

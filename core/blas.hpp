@@ -13,6 +13,17 @@ void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64
           const double* a, std::int64_t lda, const double* b, std::int64_t ldb, double beta, double* c,
           std::int64_t ldc);
 
+// The time spent inside gemm, for `attend bench`: how much of a step is the
+// matrix products and how much everything else. Off by default; when on, every
+// call reads the clock twice (~50 ns). Calls from any thread are counted.
+struct GemmStats {
+  std::int64_t calls = 0;
+  double seconds = 0;
+  double flops = 0;  // 2 m n k per call
+};
+void set_gemm_timing(bool on);  // turning it on starts the counts from zero
+GemmStats gemm_stats();
+
 // OpenBLAS's thread count.
 void set_num_threads(int n);
 int num_threads();

@@ -1,6 +1,7 @@
 // attend bench: the speed of one training step (forward, backward, clipping,
 // Adam), of greedy decoding and of beam search, on random data, after warm-up;
-// the sgemm rate of the same machine in the same run; the minor page faults
+// the sgemm rate of the same machine in the same run, and the floor it puts
+// under each time; the minor page faults
 // per steady-state training step and the peak resident memory. Its PyTorch
 // twins are bench/torch_seq2seq.py (training, greedy decoding) and
 // bench/torch_decode.py (greedy decoding and beam search), with the same flags
@@ -51,26 +52,46 @@ Summary summarise(std::vector<double> v) {
   return {n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]), v.front(), v.back()};
 }
 
-// Multiply-adds x 2 of the step's matrix products, forward + backward (3x the
-// forward), counted as bench/torch_seq2seq.py counts them.
-double flops_per_step(const BenchFlags& f) {
-  const double B = f.batch, S = f.src_len, T = f.tgt_len, E = f.embed, H = f.hidden, V = f.vocab;
+// The multiply-adds of the model's matrix products, counted as
+// bench/torch_seq2seq.py counts them: the encoder side of a batch (the
+// encoder LSTM over B sentences of S tokens, and the attention keys), and one
+// decoder step of one row (LSTM cell, attention, W_c, output projection).
+struct Macs {
+  double source;   // per batch
+  double row_step;  // per decoder row and step
+};
+
+Macs model_macs(const BenchFlags& f) {
+  const double B = f.batch, S = f.src_len, E = f.embed, H = f.hidden, V = f.vocab;
   const double D = f.bidirectional ? 2 : 1, Hk = D * H;
-  double enc = 0, in = E;
+  double source = 0, in = E;
   for (int l = 0; l < f.layers; ++l) {
-    enc += D * B * S * 4 * H * (in + H);
+    source += D * B * S * 4 * H * (in + H);
     in = Hk;
   }
-  double dec = B * T * 4 * H * (E + H + H);
+  double row = 4 * H * (E + H + H);
   if (f.attention != "none") {
-    dec += B * S * Hk * H;
-    dec += B * T * (H * H + 2 * S * Hk + (f.attention == "additive" ? S * H : 0));
-    dec += B * T * (H + Hk) * H;
+    source += B * S * Hk * H;
+    row += H * H + 2 * S * Hk + (f.attention == "additive" ? S * H : 0);
+    row += (H + Hk) * H;
   } else {
-    dec += B * T * H * H;
+    row += H * H;
   }
-  dec += B * T * H * V;
-  return 3 * 2 * (enc + dec);
+  row += H * V;
+  return {source, row};
+}
+
+// FLOPs (2 per multiply-add) of one training step: forward and backward, 3x the forward.
+double flops_per_step(const BenchFlags& f) {
+  const Macs m = model_macs(f);
+  return 3 * 2 * (m.source + static_cast<double>(f.batch * f.tgt_len) * m.row_step);
+}
+
+// FLOPs of decoding the batch for `steps` tokens with `rows_per_sentence` rows
+// (1 greedy, K beam: every row is run at every step, live or not, in both twins).
+double flops_per_decode(const BenchFlags& f, std::int64_t steps, std::int64_t rows_per_sentence) {
+  const Macs m = model_macs(f);
+  return 2 * (m.source + static_cast<double>(f.batch * rows_per_sentence * steps) * m.row_step);
 }
 
 // OpenBLAS's float32 GEMM rate on this machine now, at the bench's thread
@@ -105,14 +126,31 @@ void print_times(const char* what, const Summary& s, double tokens, const std::s
              s.hi * 1e3, tokens / s.median, extra);
 }
 
-void bench_training(const BenchFlags& f, Seq2Seq& model, const Batch& batch) {
+// One kind of timed work: its median time, its FLOPs and its time inside
+// GEMM (blas::gemm_stats), per run or step.
+struct Timed {
+  std::string what;  // "train step", "greedy", "beam K=5"
+  double median = 0, flops = 0, gemm_seconds = 0, gemm_calls = 0;
+};
+
+// Averages per run of the GEMM counts since the last set_gemm_timing(true).
+void take_gemm_stats(Timed& t, int runs) {
+  const blas::GemmStats g = blas::gemm_stats();
+  blas::set_gemm_timing(false);
+  t.gemm_seconds = g.seconds / runs;
+  t.gemm_calls = static_cast<double>(g.calls) / runs;
+}
+
+Timed bench_training(const BenchFlags& f, Seq2Seq& model, const Batch& batch) {
   auto optimizer = make_optimizer("adam", model.parameters(), 1e-3);
   const std::vector<Tensor> params = model.parameters();
-  const double sgemm_before = sgemm_gflops();
   std::vector<double> times;
   long faults_before = 0;
   for (int i = 0; i < f.warmup + f.steps; ++i) {
-    if (i == f.warmup) faults_before = memory::minor_page_faults();
+    if (i == f.warmup) {
+      faults_before = memory::minor_page_faults();
+      blas::set_gemm_timing(true);
+    }
     const auto t0 = std::chrono::steady_clock::now();
     optimizer->zero_grad();
     Tensor loss = model.loss(batch);
@@ -122,21 +160,24 @@ void bench_training(const BenchFlags& f, Seq2Seq& model, const Batch& batch) {
     if (i >= f.warmup) times.push_back(seconds_since(t0));
   }
   const double faults = static_cast<double>(memory::minor_page_faults() - faults_before) / f.steps;
+  Timed t{"train step"};
+  take_gemm_stats(t, f.steps);
   const Summary s = summarise(times);
-  // sgemm before the steps too: the better of the two, should the machine be busy for one of them.
-  const double gflop = flops_per_step(f) / 1e9, rate = gflop / s.median, sgemm = std::max(sgemm_before, sgemm_gflops());
+  const double gflop = flops_per_step(f) / 1e9;
   fmt::print("train step   median {:9.2f} ms ({:.2f}-{:.2f})   {:10.0f} target tokens/s   {:.2f} GFLOP/step   "
              "{:.1f} GFLOP/s\n",
-             s.median * 1e3, s.lo * 1e3, s.hi * 1e3, static_cast<double>(f.batch * f.tgt_len) / s.median, gflop, rate);
-  fmt::print("sgemm        512x512x512 {:.1f} GFLOP/s, measured in this run: the training step runs at {:.0f}% of it\n", sgemm,
-             100 * rate / sgemm);
+             s.median * 1e3, s.lo * 1e3, s.hi * 1e3, static_cast<double>(f.batch * f.tgt_len) / s.median, gflop,
+             gflop / s.median);
   fmt::print("page faults  {:.1f} minor faults per training step (over the {} timed steps)\n", faults, f.steps);
+  t.median = s.median;
+  t.flops = flops_per_step(f);
+  return t;
 }
 
 // Greedy decoding and beam search over exactly decode_steps output tokens per
 // sentence: no stop at </s>, so that every run does the same work and the twin
 // (bench/torch_decode.py) does it too.
-void bench_decoding(const BenchFlags& f, Seq2Seq& model, const Batch& batch) {
+std::vector<Timed> bench_decoding(const BenchFlags& f, Seq2Seq& model, const Batch& batch) {
   model.eval();
   const std::int64_t steps = f.decode_steps > 0 ? f.decode_steps : f.tgt_len;
   const int runs = f.decode_runs > 0 ? f.decode_runs : std::max(3, f.steps / 4);
@@ -145,10 +186,12 @@ void bench_decoding(const BenchFlags& f, Seq2Seq& model, const Batch& batch) {
   o.max_len_b = steps;
   o.stop_at_eos = false;
   const double tokens = static_cast<double>(f.batch * steps);
+  std::vector<Timed> out;
   for (const std::int64_t beam : {std::int64_t{1}, f.beam}) {
     o.beam = beam;
     std::vector<double> times;
     for (int i = 0; i < 1 + runs; ++i) {
+      if (i == 1) blas::set_gemm_timing(true);
       const auto t0 = std::chrono::steady_clock::now();
       const std::vector<Hypothesis> out = translate(model, batch, o);
       if (i >= 1) times.push_back(seconds_since(t0));
@@ -157,9 +200,35 @@ void bench_decoding(const BenchFlags& f, Seq2Seq& model, const Batch& batch) {
           fail("bench: a hypothesis has {} tokens, not the {} asked for", h.tokens.size(), steps);
     }
     const std::string extra = fmt::format("   ({} sentences x {} tokens)", f.batch, steps);
-    print_times(beam == 1 ? "greedy" : fmt::format("beam K={}", beam).c_str(), summarise(times), tokens, extra);
+    const std::string what = beam == 1 ? "greedy" : fmt::format("beam K={}", beam);
+    const Summary s = summarise(times);
+    print_times(what.c_str(), s, tokens, extra);
+    Timed t{what, s.median, flops_per_decode(f, steps, beam)};
+    take_gemm_stats(t, runs);
+    out.push_back(t);
     if (f.beam == 1) break;
   }
+  return out;
+}
+
+// How close each timing is to the machine. "in sgemm": the time its matrix
+// products did take (blas::gemm_stats), the rest being everything else. "floor":
+// the time they would take at the sgemm rate. No implementation doing these
+// products (PyTorch's twins do the same ones) can beat the floor on this
+// machine, so a speed-up over a twin is bounded by twin time / floor; the
+// compare scripts print that bound beside the measured ratio.
+void print_gemm_lines(double sgemm, const std::vector<Timed>& timed) {
+  std::string in_gemm, floor;
+  for (const Timed& t : timed) {
+    const char* sep = in_gemm.empty() ? "" : ", ";
+    in_gemm += fmt::format("{}{} {:.2f} ms ({:.0f}% of the time, {:.0f} calls at {:.1f} GFLOP/s)", sep, t.what,
+                           t.gemm_seconds * 1e3, 100 * t.gemm_seconds / t.median, t.gemm_calls,
+                           t.flops / 1e9 / std::max(t.gemm_seconds, 1e-12));
+    const double least = t.flops / (sgemm * 1e9);
+    floor += fmt::format("{}{} {:.2f} ms ({:.0f}% of the time)", sep, t.what, least * 1e3, 100 * least / t.median);
+  }
+  fmt::print("in sgemm     {}\n", in_gemm);
+  fmt::print("floor        the matrix products alone at the sgemm rate: {}\n", floor);
 }
 
 void run_bench(const BenchFlags& f) {
@@ -176,8 +245,19 @@ void run_bench(const BenchFlags& f) {
   Seq2Seq model(c, gen);
   const Batch batch = random_batch(f, gen);
   fmt::print("attend  threads {}  attention {}\n", f.threads, f.attention);
-  if (f.train) bench_training(f, model, batch);
-  if (f.decode) bench_decoding(f, model, batch);
+  const double sgemm_before = sgemm_gflops();
+  std::vector<Timed> timed;
+  if (f.train) timed.push_back(bench_training(f, model, batch));
+  if (f.decode)
+    for (const Timed& t : bench_decoding(f, model, batch)) timed.push_back(t);
+  // sgemm before and after: the better of the two, should the machine be busy for one of them.
+  const double sgemm = std::max(sgemm_before, sgemm_gflops());
+  if (f.train)
+    fmt::print("sgemm        512x512x512 {:.1f} GFLOP/s, measured in this run: the training step runs at {:.0f}% of it\n",
+               sgemm, 100 * timed[0].flops / 1e9 / timed[0].median / sgemm);
+  else
+    fmt::print("sgemm        512x512x512 {:.1f} GFLOP/s, measured in this run\n", sgemm);
+  print_gemm_lines(sgemm, timed);
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   fmt::print("peak RSS     {:.0f} MB\n", static_cast<double>(usage.ru_maxrss) / 1024);
