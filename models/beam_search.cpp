@@ -131,12 +131,13 @@ std::vector<std::vector<Hypothesis>> beam_search_n_best(std::span<Seq2Seq* const
         for (std::int64_t k = 0; k < K; ++k) {
           const std::int64_t row = b * K + k;
           if (!wanted[row]) continue;
-          double* logp = step.log_probs.data() + row * V;
-          ignore_eos(options, logp);
+          ignore_eos(options, step, row);
           // Only the best 2K tokens of a beam can make the sentence's top 2K.
-          best_tokens(logp, V, std::min<std::int64_t>(2 * K, V), top, scratch);
-          for (std::int64_t id : top)
-            if (logp[id] > kDead) candidates.push_back({beams[row].log_prob + logp[id], row, id});
+          step.best_tokens(row, std::min<std::int64_t>(2 * K, V), top, scratch);
+          for (std::int64_t id : top) {
+            const double logp = step.log_prob(row, id);
+            if (logp > kDead) candidates.push_back({beams[row].log_prob + logp, row, id});
+          }
         }
         std::stable_sort(candidates.begin(), candidates.end(),
                          [](const Candidate& x, const Candidate& y) { return x.log_prob > y.log_prob; });

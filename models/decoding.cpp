@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 
 #include "autograd/ops.hpp"
-#include "core/fast_math.hpp"
 #include "core/limits.hpp"
 #include "models/decoding_steps.hpp"
 #include "models/ensemble.hpp"
@@ -89,8 +88,8 @@ std::vector<double> attention_row(const std::vector<double>& weights, std::int64
   return std::vector<double>(weights.begin() + row * S, weights.begin() + row * S + length);
 }
 
-void ignore_eos(const DecodeOptions& o, double* log_probs) {
-  if (!o.stop_at_eos) log_probs[Vocabulary::kEos] = -std::numeric_limits<double>::infinity();
+void ignore_eos(const DecodeOptions& o, DecoderEnsemble::Output& step, std::int64_t row) {
+  if (!o.stop_at_eos) step.exclude(row, Vocabulary::kEos);
 }
 
 void check_coverage_needs_attention(const DecoderEnsemble& e, const DecodeOptions& o) {
@@ -104,21 +103,6 @@ std::vector<std::int64_t> strip_eos(const std::vector<std::int64_t>& tokens) {
   return out;
 }
 
-namespace {
-
-// The first index of the largest value, as std::max_element gives it, in two
-// vectorised passes (the max, then its first place) instead of one scalar pass
-// that spent a tenth of greedy decoding's time at config S. NaN is passed over;
-// a row of NaN alone gives 0.
-std::int64_t first_argmax(const double* x, std::int64_t n) {
-  const double m = fast_math::max(x, n);
-  for (std::int64_t i = 0; i < n; ++i)
-    if (x[i] == m) return i;
-  return 0;
-}
-
-}  // namespace
-
 std::vector<Hypothesis> greedy_decode(std::span<Seq2Seq* const> models, const Batch& batch, const DecodeOptions& options) {
   check_decode_options(options);
   NoGradGuard no_grad;
@@ -128,7 +112,6 @@ std::vector<Hypothesis> greedy_decode(std::span<Seq2Seq* const> models, const Ba
   for (std::int64_t b = 0; b < B; ++b) longest = std::max(longest, limit[b] = max_output_length(options, batch.source_lengths[b]));
   DecoderEnsemble ensemble(models, batch, 1);
   check_coverage_needs_attention(ensemble, options);
-  const std::int64_t V = ensemble.vocab();
   std::vector<Hypothesis> out(static_cast<std::size_t>(B));
   std::vector<bool> live(static_cast<std::size_t>(B), true);
   std::vector<std::int64_t> previous(static_cast<std::size_t>(B), Vocabulary::kBos);
@@ -137,12 +120,11 @@ std::vector<Hypothesis> greedy_decode(std::span<Seq2Seq* const> models, const Ba
     bool any_live = false;
     for (std::int64_t b = 0; b < B; ++b) {
       if (!live[b]) continue;
-      double* logp = step.log_probs.data() + b * V;
-      ignore_eos(options, logp);
-      const std::int64_t best = first_argmax(logp, V);
+      ignore_eos(options, step, b);
+      const std::int64_t best = step.best_token(b);
       Hypothesis& h = out[b];
       h.tokens.push_back(best);
-      h.log_prob += logp[best];
+      h.log_prob += step.log_prob(b, best);
       if (!step.weights.empty()) h.attention.push_back(attention_row(step.weights, b, S, batch.source_lengths[b]));
       previous[b] = best;
       live[b] = !(best == Vocabulary::kEos || static_cast<std::int64_t>(h.tokens.size()) >= limit[b]);

@@ -6,18 +6,17 @@
 #include <vector>
 
 #include "models/decoding.hpp"
+#include "models/ensemble.hpp"
 
 namespace attend {
-
-class DecoderEnsemble;
 
 // At most max_len_a * source length + max_len_b output tokens (at least 1);
 // Error above limits::kMaxSequence.
 std::int64_t max_output_length(const DecodeOptions& options, std::int64_t source_length);
 // Row `row` of a (N, S) weights matrix, its first `length` (real source) columns.
 std::vector<double> attention_row(const std::vector<double>& weights, std::int64_t row, std::int64_t S, std::int64_t length);
-// Without stop_at_eos, </s> can never be picked: its log-probability becomes -inf.
-void ignore_eos(const DecodeOptions& options, double* log_probs);
+// Without stop_at_eos, </s> can never be picked: its log-probability in the row becomes -inf.
+void ignore_eos(const DecodeOptions& options, DecoderEnsemble::Output& step, std::int64_t row);
 // Error when coverage_beta > 0 and no model has attention.
 void check_coverage_needs_attention(const DecoderEnsemble& ensemble, const DecodeOptions& options);
 

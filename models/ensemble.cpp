@@ -7,6 +7,7 @@
 #include "core/blas.hpp"
 #include "core/fast_math.hpp"
 #include "core/limits.hpp"
+#include "models/top_tokens.hpp"
 
 namespace attend {
 
@@ -32,26 +33,29 @@ void expand_rows(Seq2Seq& model, Seq2Seq::Encoded& enc, const std::vector<std::i
   enc.cell_weights = model.cell.step_weights(static_cast<std::int64_t>(expand.size()));  // steps now run N rows
 }
 
-// out[v] = log_softmax(z)[v] (the first model) or out[v] += (the others), in
-// double: log p_v = z_v - (m + log sum_u e^(z_u - m)). Writing rather than
-// zeroing and adding saves a pass over the (N, V) buffer for a single model.
-void put_log_softmax(const double* z, std::int64_t V, bool add, double* out) {
+// log sum_v e^(z_v) = m + log sum_v e^(z_v - m), the log-normaliser of
+// log_softmax: log p_v = z_v - it. In double for float64 models, so that the
+// exhaustive-search tests (float64) hold beam search to 1e-12.
+double log_normaliser(const double* z, std::int64_t V) {
   const double m = *std::max_element(z, z + V);
   double total = 0;
   for (std::int64_t v = 0; v < V; ++v) total += std::exp(z[v] - m);
-  const double log_total = m + std::log(total);
-  for (std::int64_t v = 0; v < V; ++v) out[v] = (add ? out[v] : 0.0) + (z[v] - log_total);
+  return m + std::log(total);
 }
 
 // The same for float32 logits, which decoding spent a third of its time turning
 // into doubles and passing through libm's exp: the sum of e^(z_u - m) is formed
-// by the vectorised float exp (relative error ~1e-7, summed in double), each
-// log p_v in double as above. The double version stays for float64 models, so
-// that the exhaustive-search tests (float64) hold beam search to 1e-12.
-void put_log_softmax(const float* z, std::int64_t V, bool add, double* out) {
+// by the vectorised float exp (relative error ~1e-7, summed in double).
+double log_normaliser(const float* z, std::int64_t V) {
   const float m = fast_math::max(z, V);
-  const double log_total = static_cast<double>(m) + std::log(fast_math::exp_shifted_sum(z, m, nullptr, V));
-  for (std::int64_t v = 0; v < V; ++v) out[v] = (add ? out[v] : 0.0) + (static_cast<double>(z[v]) - log_total);
+  return static_cast<double>(m) + std::log(fast_math::exp_shifted_sum(z, m, nullptr, V));
+}
+
+// out[v] = log p_v (the first model of an ensemble) or out[v] += log p_v (the others).
+template <class T>
+void put_log_softmax(const T* z, std::int64_t V, bool add, double* out) {
+  const double log_norm = log_normaliser(z, V);
+  for (std::int64_t v = 0; v < V; ++v) out[v] = (add ? out[v] : 0.0) + (static_cast<double>(z[v]) - log_norm);
 }
 
 // logits = x @ W^T + b (N, V), as model.logits(x) computes it, but from
@@ -117,7 +121,11 @@ DecoderEnsemble::DecoderEnsemble(std::span<Seq2Seq* const> models, const Batch& 
 DecoderEnsemble::Output& DecoderEnsemble::step(const std::vector<std::int64_t>& previous, const std::vector<bool>& wanted) {
   const std::int64_t N = rows_, V = vocab_, S = source_length_;
   Output& out = out_;
-  out.log_probs.resize(static_cast<std::size_t>(N * V));  // same size every step: no new memory
+  out.vocab = V;
+  const bool one = members_.size() == 1;
+  // Both buffers are the same size at every step: no new memory.
+  if (one) out.log_norm.resize(static_cast<std::size_t>(N));
+  else out.log_probs.resize(static_cast<std::size_t>(N * V));
   if (attending_ > 0) out.weights.assign(static_cast<std::size_t>(N * S), 0.0);
   for (std::size_t i = 0; i < members_.size(); ++i) {
     Member& m = members_[i];
@@ -126,28 +134,65 @@ DecoderEnsemble::Output& DecoderEnsemble::step(const std::vector<std::int64_t>& 
     const Tensor logits = project_rows(step.attentional, m.project_t, m.model->project.bias);  // (N, V)
     const bool add = i > 0;
     for (std::int64_t r = 0; r < N; ++r) {
-      double* row = out.log_probs.data() + r * V;
-      if (!wanted.empty() && !wanted[r]) {
-        if (!add) std::fill(row, row + V, 0.0);
-        continue;
-      }
-      if (logits.dtype() == Float32) put_log_softmax(logits.data<float>() + r * V, V, add, row);
-      else put_log_softmax(logits.data<double>() + r * V, V, add, row);
+      if (!wanted.empty() && !wanted[r]) continue;
+      dispatch(logits.dtype(), [&](auto zero) {
+        using T = decltype(zero);
+        const T* z = logits.data<T>() + r * V;
+        if (one) out.log_norm[r] = log_normaliser(z, V);
+        else put_log_softmax(z, V, add, out.log_probs.data() + r * V);
+      });
     }
+    if (one) out.logits = logits;
     if (step.weights.defined()) {
       const Tensor weights = step.weights.to(Float64);  // (N, S)
       const double* w = weights.data<double>();
-      for (std::int64_t i = 0; i < N * S; ++i) out.weights[i] += w[i];
+      for (std::int64_t j = 0; j < N * S; ++j) out.weights[j] += w[j];
     }
   }
-  // A mean of one model divides by 1 and of a model with itself gives (x + x) / 2:
-  // both exactly x, so such ensembles decode exactly as the model alone.
+  // A mean of a model with itself gives (x + x) / 2, exactly x, so such an
+  // ensemble decodes exactly as the model alone.
   const auto M = static_cast<double>(members_.size());
-  if (members_.size() > 1)
+  if (!one)
     for (double& x : out.log_probs) x /= M;
   if (attending_ > 1)
     for (double& x : out.weights) x /= static_cast<double>(attending_);
   return out;
+}
+
+double DecoderEnsemble::Output::log_prob(std::int64_t row, std::int64_t token) const {
+  if (!logits.defined()) return log_probs[static_cast<std::size_t>(row * vocab + token)];
+  return dispatch(logits.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    return static_cast<double>(logits.data<T>()[row * vocab + token]) - log_norm[static_cast<std::size_t>(row)];
+  });
+}
+
+void DecoderEnsemble::Output::exclude(std::int64_t row, std::int64_t token) {
+  if (!logits.defined()) {
+    log_probs[static_cast<std::size_t>(row * vocab + token)] = -std::numeric_limits<double>::infinity();
+    return;
+  }
+  dispatch(logits.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    logits.data<T>()[row * vocab + token] = -std::numeric_limits<T>::infinity();
+  });
+}
+
+std::int64_t DecoderEnsemble::Output::best_token(std::int64_t row) const {
+  if (!logits.defined()) return attend::best_token(log_probs.data() + row * vocab, vocab);
+  return dispatch(logits.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    return attend::best_token(logits.data<T>() + row * vocab, vocab);
+  });
+}
+
+void DecoderEnsemble::Output::best_tokens(std::int64_t row, std::int64_t keep, std::vector<std::int64_t>& top,
+                                          std::vector<double>& scratch) const {
+  if (!logits.defined()) return attend::best_tokens(log_probs.data() + row * vocab, vocab, keep, top, scratch);
+  dispatch(logits.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    attend::best_tokens(logits.data<T>() + row * vocab, vocab, keep, top, scratch);
+  });
 }
 
 void DecoderEnsemble::reorder(const std::vector<std::int64_t>& parents) {

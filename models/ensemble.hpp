@@ -23,9 +23,26 @@ class DecoderEnsemble {
   // gives every sentence R rows: row b * R + r belongs to sentence b.
   DecoderEnsemble(std::span<Seq2Seq* const> models, const Batch& batch, std::int64_t rows_per_sentence);
 
+  // The next token's log-probabilities of the rows asked for, read through the
+  // functions below, and the attention weights. One model's are its logits
+  // and each row's log-normaliser, log p_v = z_v - log_norm: nothing (N, V) is
+  // formed in double, which at config M beam search (320 rows of 8000 tokens)
+  // was 20 MB written and read again at every step. An ensemble's are the mean
+  // of its models' log p, formed in log_probs. Rows not asked for hold nothing.
   struct Output {
-    std::vector<double> log_probs;  // (N, V) the models' mean log p(token); rows not asked for are left 0
+    Tensor logits;                  // one model: (N, V), the model's dtype
+    std::vector<double> log_norm;   // one model: (N), m + log sum_v e^(z_v - m)
+    std::vector<double> log_probs;  // an ensemble: (N, V)
     std::vector<double> weights;    // (N, S) mean attention weights; empty when no model has attention
+    std::int64_t vocab = 0;
+
+    double log_prob(std::int64_t row, std::int64_t token) const;
+    // Sets log p(token) of the row to -inf (the normaliser is left as it was).
+    void exclude(std::int64_t row, std::int64_t token);
+    // The token of highest log p, the lowest id on a tie (0 when every one is NaN).
+    std::int64_t best_token(std::int64_t row) const;
+    // The `keep` tokens of highest log p, best first (models/top_tokens.hpp).
+    void best_tokens(std::int64_t row, std::int64_t keep, std::vector<std::int64_t>& top, std::vector<double>& scratch) const;
   };
   // One decoder step of every model, fed the previous token of each row (N),
   // computing the log-probabilities of the rows marked in `wanted` (all when empty).

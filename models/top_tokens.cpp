@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <numeric>
+
+#include "core/fast_math.hpp"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -30,6 +33,18 @@ double block_max(const double* x) {
 #endif
 }
 
+double block_max(const float* x) {
+#if defined(__SSE2__)
+  const __m128 m = _mm_max_ps(_mm_loadu_ps(x + 4), _mm_max_ps(_mm_loadu_ps(x), _mm_set1_ps(-INFINITY)));
+  const __m128 pairs = _mm_max_ps(_mm_movehl_ps(m, m), m);                 // lanes 0 and 1 of interest
+  return _mm_cvtss_f32(_mm_max_ss(_mm_shuffle_ps(pairs, pairs, 1), pairs));  // never NaN: -inf is the floor
+#else
+  float m = -INFINITY;
+  for (int j = 0; j < kBlock; ++j) m = x[j] > m ? x[j] : m;
+  return m;
+#endif
+}
+
 // Whether any of x[0], ..., x[7] is at least `bound` (never for NaN).
 bool any_at_least(const double* x, double bound) {
 #if defined(__SSE2__)
@@ -44,7 +59,17 @@ bool any_at_least(const double* x, double bound) {
 #endif
 }
 
-}  // namespace
+// `bound` is a float's value (a block maximum), so comparing in float is exact.
+bool any_at_least(const float* x, double bound) {
+#if defined(__SSE2__)
+  const __m128 b = _mm_set1_ps(static_cast<float>(bound));
+  return _mm_movemask_ps(_mm_or_ps(_mm_cmpge_ps(_mm_loadu_ps(x), b), _mm_cmpge_ps(_mm_loadu_ps(x + 4), b))) != 0;
+#else
+  bool any = false;
+  for (int j = 0; j < kBlock; ++j) any |= x[j] >= bound;
+  return any;
+#endif
+}
 
 // Tokens are offered in rising id, so a token beats the worst one kept exactly
 // when its log p is higher. Most tokens need not be offered at all: the
@@ -52,8 +77,9 @@ bool any_at_least(const double* x, double bound) {
 // the keep-th best token, and every token of the answer, is at least that
 // bound; a block with nothing reaching it is passed over whole. At V = 1000
 // and keep = 10 that leaves about 10 of 125 blocks to look into.
-void best_tokens(const double* logp, std::int64_t V, std::int64_t keep, std::vector<std::int64_t>& top,
-                 std::vector<double>& scratch) {
+template <class T>
+void best_tokens_of(const T* logp, std::int64_t V, std::int64_t keep, std::vector<std::int64_t>& top,
+                    std::vector<double>& scratch) {
   top.clear();
   if (keep <= 0 || V <= 0) return;
   auto better = [&](std::int64_t x, std::int64_t y) { return logp[x] > logp[y] || (logp[x] == logp[y] && x < y); };
@@ -90,6 +116,30 @@ void best_tokens(const double* logp, std::int64_t V, std::int64_t keep, std::vec
     if (any_at_least(logp + i * kBlock, bound))
       for (std::int64_t v = i * kBlock; v < (i + 1) * kBlock; ++v) offer(v);
   for (std::int64_t v = blocks * kBlock; v < V; ++v) offer(v);
+}
+
+}  // namespace
+
+void best_tokens(const double* logp, std::int64_t V, std::int64_t keep, std::vector<std::int64_t>& top,
+                 std::vector<double>& scratch) {
+  best_tokens_of(logp, V, keep, top, scratch);
+}
+void best_tokens(const float* logp, std::int64_t V, std::int64_t keep, std::vector<std::int64_t>& top,
+                 std::vector<double>& scratch) {
+  best_tokens_of(logp, V, keep, top, scratch);
+}
+
+std::int64_t best_token(const double* logp, std::int64_t V) {
+  const double m = fast_math::max(logp, V);
+  for (std::int64_t v = 0; v < V; ++v)
+    if (logp[v] == m) return v;
+  return 0;
+}
+std::int64_t best_token(const float* logp, std::int64_t V) {
+  const float m = fast_math::max(logp, V);
+  for (std::int64_t v = 0; v < V; ++v)
+    if (logp[v] == m) return v;
+  return 0;
 }
 
 std::vector<std::int64_t> best_tokens_by_sorting(const double* logp, std::int64_t V, std::int64_t keep) {

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <algorithm>
 #include <limits>
 #include <vector>
 
@@ -73,4 +74,42 @@ TEST_CASE("best tokens of a large random row, as beam search sees it (V = 8000, 
   std::vector<double> row(8000);
   for (double& x : row) x = gen.normal(-9.0, 1.0);
   CHECK(fast(row, 10) == best_tokens_by_sorting(row.data(), 8000, 10));
+}
+
+TEST_CASE("float rows (a float32 model's logits) give the tokens their values in double give") {
+  Generator gen(12);
+  std::vector<std::int64_t> top;
+  std::vector<double> scratch;
+  for (const std::int64_t V : {5, 8, 17, 1000}) {
+    for (int trial = 0; trial < 30; ++trial) {
+      std::vector<float> row(static_cast<std::size_t>(V));
+      std::vector<double> as_double(row.size());
+      for (std::size_t v = 0; v < row.size(); ++v) {
+        const double u = gen.uniform();
+        row[v] = u < 0.05f ? -INFINITY : u < 0.1 ? NAN : static_cast<float>(-static_cast<double>(gen.randint(4)) + gen.normal() * (trial % 2));
+        as_double[v] = row[v];
+      }
+      best_tokens(row.data(), V, 10, top, scratch);
+      CAPTURE(V);
+      CAPTURE(trial);
+      CHECK(top == best_tokens_by_sorting(as_double.data(), V, 10));
+    }
+  }
+}
+
+TEST_CASE("best token: the first of the largest, NaN passed over, as std::max_element without NaN") {
+  const std::vector<double> row = {-2.0, -0.5, kNaN, -0.5, -kInf};
+  CHECK(best_token(row.data(), 5) == 1);
+  const std::vector<float> f = {NAN, -3.0f, -1.0f, -1.0f};
+  CHECK(best_token(f.data(), 4) == 2);
+  const std::vector<double> all_nan = {kNaN, kNaN};
+  CHECK(best_token(all_nan.data(), 2) == 0);
+  const std::vector<double> all_minus_inf = {-kInf, -kInf, -kInf};
+  CHECK(best_token(all_minus_inf.data(), 3) == 0);
+  Generator gen(13);
+  for (int trial = 0; trial < 50; ++trial) {
+    std::vector<double> x(static_cast<std::size_t>(1 + gen.randint(300)));
+    for (double& v : x) v = static_cast<double>(gen.randint(20));  // many ties
+    CHECK(best_token(x.data(), static_cast<std::int64_t>(x.size())) == std::max_element(x.begin(), x.end()) - x.begin());
+  }
 }
