@@ -5,6 +5,7 @@
 // Most of them see a tensor as (outer, size, inner) around one axis: outer is
 // the product of the sizes before the axis, inner of those after it. A block of
 // `size * inner` elements per outer index is contiguous, so copies are memcpy's.
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -42,11 +43,37 @@ void copy_rows(std::int64_t rows, std::int64_t width, const T* src, std::int64_t
   }
 }
 
+// dst (b, a) = src (a, b)^T (or +=), 16 x 16 tiles at a time: row by row,
+// one of the two sides strides a whole row per element and leaves the cache
+// line behind; in tiles both sides reuse each line they touch (decoding
+// transposes its output projection's (V, H) weight once per search).
+template <class T, bool kAccumulate>
+void transpose_tiles(const T* src, T* dst, std::int64_t a, std::int64_t b) {
+  constexpr std::int64_t kTile = 16;
+  for (std::int64_t i0 = 0; i0 < a; i0 += kTile)
+    for (std::int64_t j0 = 0; j0 < b; j0 += kTile) {
+      const std::int64_t i1 = std::min(i0 + kTile, a), j1 = std::min(j0 + kTile, b);
+      for (std::int64_t j = j0; j < j1; ++j)
+        for (std::int64_t i = i0; i < i1; ++i) {
+          if constexpr (kAccumulate) dst[j * a + i] += src[i * b + j];
+          else dst[j * a + i] = src[i * b + j];
+        }
+    }
+}
+
 // src is laid out (outer, a, mid, b, inner), dst (outer, b, mid, a, inner):
-// dst[o, j, m, i, :] (= or +=) src[o, i, m, j, :]. Writes dst in order.
+// dst[o, j, m, i, :] (= or +=) src[o, i, m, j, :]. Writes dst in order (a plain
+// matrix transpose, mid = inner = 1, in tiles).
 template <class T>
 void swap_axes(const T* src, T* dst, std::int64_t outer, std::int64_t a, std::int64_t mid, std::int64_t b,
                std::int64_t inner, bool accumulate) {
+  if (mid == 1 && inner == 1) {  // a plain matrix transpose per outer index: in tiles
+    for (std::int64_t o = 0; o < outer; ++o) {
+      if (accumulate) transpose_tiles<T, true>(src + o * a * b, dst + o * a * b, a, b);
+      else transpose_tiles<T, false>(src + o * a * b, dst + o * a * b, a, b);
+    }
+    return;
+  }
   for (std::int64_t o = 0; o < outer; ++o)
     for (std::int64_t j = 0; j < b; ++j)
       for (std::int64_t m = 0; m < mid; ++m)

@@ -64,6 +64,26 @@ TEST_CASE("transpose: hand-computed values") {
   CHECK(w.to_vector() == Values{0, 1, 2, 3, 12, 13, 14, 15, 4, 5, 6, 7, 16, 17, 18, 19, 8, 9, 10, 11, 20, 21, 22, 23});
 }
 
+TEST_CASE("transpose: matrices over several 16 x 16 tiles, with ragged edges, values and gradient") {
+  // A plain matrix transpose runs in tiles (autograd/shape.cpp); these shapes
+  // cross tile edges in both directions and end mid-tile.
+  for (const Shape& shape : {Shape{37, 21}, Shape{3, 40, 17}, Shape{16, 16}, Shape{1, 50}}) {
+    CAPTURE(shape);
+    Tensor x = randn(shape, 7).requires_grad_();
+    Tensor y = transpose(x, -2, -1);
+    const std::int64_t A = shape[shape.rank() - 2], B = shape[shape.rank() - 1], n = x.numel() / (A * B);
+    const std::vector<double> xv = x.to_vector(), yv = y.to_vector();
+    bool same = true;
+    for (std::int64_t o = 0; o < n; ++o)
+      for (std::int64_t i = 0; i < A; ++i)
+        for (std::int64_t j = 0; j < B; ++j) same = same && yv[(o * B + j) * A + i] == xv[(o * A + i) * B + j];
+    CHECK(same);
+    const Tensor dy = randn(y.shape(), 8);
+    y.backward(dy);
+    CHECK(max_abs_diff(x.grad(), transpose(dy, -2, -1)) == 0);  // dx = dy^T, each element once
+  }
+}
+
 TEST_CASE("transpose: the same axis twice is a copy, never shared") {
   Tensor x = tensor({1, 2, 3, 4}, {2, 2});
   Tensor y = transpose(x, 1, -1);
