@@ -337,8 +337,19 @@ void run_train(TrainFlags& f) {
   }
   try {
     train(*world, f);
-  } catch (const CollectiveError&) {
-    if (world->is_root()) throw;  // every rank has it: rank 0 reports it, the others exit quietly
+  } catch (const CollectiveError& e) {
+    if (world->size() == 1) throw;
+    // Every rank has it: rank 0 reports it and the others exit quietly, but
+    // none before rank 0 has written it (the gather waits for every rank):
+    // mpirun ends the job at the first non-zero exit, which could otherwise
+    // kill rank 0 before it said why (tests/mpi/cli.sh saw it once).
+    if (world->is_root()) {
+      std::fflush(stdout);
+      std::fprintf(stderr, "attend: error: %s\n", e.what());
+      std::fflush(stderr);
+    }
+    const std::uint64_t reported = 1;
+    world->all_gather(std::span(&reported, 1));
     throw CLI::RuntimeError(1);
   } catch (const CLI::Error&) {
     throw;
