@@ -189,6 +189,38 @@ TEST_CASE("without validation data the best model is the lowest training loss, c
   fs::remove_all(dir);
 }
 
+// --max-steps reached at the end of an epoch leaves the next one without a
+// step: it has no training loss, which once reached the log as "nan".
+TEST_CASE("an epoch without a step has no training loss in the log and is never the best") {
+  Toy d = toy(30);  // 24 training pairs: 3 batches of 8
+  const std::string dir = temp_dir("nostep");
+  Generator init(1);
+  Seq2Seq model(d.config, init);
+  TrainOptions o = options(dir);
+  o.epochs = 3;
+  o.max_steps = 3;
+  const std::vector<EncodedPair> none;
+  Trainer t(model, d.target, d.train, none, o);
+  std::vector<EpochReport> reports = t.run();
+  REQUIRE(reports.size() == 2);
+  CHECK(reports[0].steps == 3);
+  CHECK(reports[0].best);
+  CHECK(reports[1].steps == 0);
+  CHECK_FALSE(reports[1].complete);
+  CHECK(std::isnan(reports[1].train_loss));
+  CHECK_FALSE(reports[1].best);
+  const std::string log = read_file(path_in(dir, "train_log.csv"));
+  CHECK_MESSAGE(log.find("nan") == std::string::npos, log);
+  // epoch,complete,steps,train_loss,valid_loss,valid_perplexity,valid_bleu,elapsed_seconds: the missing values are empty
+  CHECK_MESSAGE(log.find("\n2,0,0,,,,,") != std::string::npos, log);
+  const nlohmann::json state = nlohmann::json::parse(read_file(path_in(dir, "checkpoint/trainer_state.json")));
+  CHECK(state.at("history").at(1).at("train_loss").is_null());
+  const auto meta = load_safetensors(path_in(dir, "model.safetensors")).metadata;
+  CHECK(meta.at("epoch") == "1");
+  CHECK(meta.count("valid_loss") == 0);  // there is no validation data, so no "nan" either
+  fs::remove_all(dir);
+}
+
 TEST_CASE("stale temporary files of killed processes are removed, nothing else") {
   const std::string dir = temp_dir("stale");
   fs::create_directories(dir);
