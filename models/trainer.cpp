@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -233,6 +234,9 @@ void Trainer::finish_epoch(double loss_sum, std::int64_t tokens, std::int64_t st
   r.epoch = epoch_ + 1;
   r.steps = steps;
   r.complete = complete;
+  // An epoch can end before its first step (--max-steps reached at the end of
+  // the previous one, or time up): it has no training loss, NaN, which the log
+  // shows as an empty field and the command line as "-".
   r.train_loss = tokens > 0 ? loss_sum / static_cast<double>(tokens) : NAN;
   r.valid_loss = evaluate_loss(valid_);
   r.valid_perplexity = std::exp(r.valid_loss);
@@ -242,16 +246,20 @@ void Trainer::finish_epoch(double loss_sum, std::int64_t tokens, std::int64_t st
   // The best model is the one with the lowest validation loss; without
   // validation data, the lowest training loss. Losses of one kind are only
   // ever compared with losses of the same kind, and a NaN (from non-finite
-  // weights) is never better than anything.
+  // weights) is never better than anything. An epoch without a step has no
+  // training loss to compare, and its weights are the previous report's.
   const bool validated = !valid_.empty();
+  const bool has_key = validated || steps > 0;
   const double key = validated ? r.valid_loss : r.train_loss;
   double& best = validated ? best_valid_loss_ : best_train_loss_;
-  r.best = std::isfinite(key) && key < best && first_non_finite_parameter(model_).empty();
+  r.best = has_key && std::isfinite(key) && key < best && first_non_finite_parameter(model_).empty();
   if (r.best) {
     best = key;
-    if (writes_files())
-      nn::save(model_, path_in(options_.out_dir, "model.safetensors"),
-               {{"epoch", std::to_string(r.epoch)}, {"valid_loss", fmt::format("{:.6f}", r.valid_loss)}});
+    if (writes_files()) {
+      std::map<std::string, std::string> metadata = {{"epoch", std::to_string(r.epoch)}};
+      if (validated) metadata["valid_loss"] = fmt::format("{:.6f}", r.valid_loss);
+      nn::save(model_, path_in(options_.out_dir, "model.safetensors"), metadata);
+    }
   }
   history_.push_back(r);
   if (writes_files()) write_log();
@@ -261,11 +269,16 @@ void Trainer::finish_epoch(double loss_sum, std::int64_t tokens, std::int64_t st
 // The whole log, rewritten from history_ (which the checkpoint holds): after a
 // resume it has exactly the checkpoint's rows, never a row twice, and never
 // rows of an unrelated earlier run.
+// A value an epoch does not have (no step, no validation data, BLEU off) is an
+// empty field, which CSV readers take as missing, never "nan".
 void Trainer::write_log() const {
+  const bool validated = !valid_.empty(), scored = validated && options_.bleu_sentences > 0;
+  auto field = [](bool has, double value, int digits) { return has ? fmt::format("{:.{}f}", value, digits) : ""; };
   std::string text = "epoch,complete,steps,train_loss,valid_loss,valid_perplexity,valid_bleu,elapsed_seconds\n";
   for (const EpochReport& r : history_)
-    text += fmt::format("{},{},{},{:.6f},{:.6f},{:.4f},{:.2f},{:.1f}\n", r.epoch, r.complete ? 1 : 0, r.steps,
-                        r.train_loss, r.valid_loss, std::exp(r.valid_loss), r.valid_bleu, r.elapsed_seconds);
+    text += fmt::format("{},{},{},{},{},{},{},{:.1f}\n", r.epoch, r.complete ? 1 : 0, r.steps,
+                        field(r.steps > 0, r.train_loss, 6), field(validated, r.valid_loss, 6),
+                        field(validated, std::exp(r.valid_loss), 4), field(scored, r.valid_bleu, 2), r.elapsed_seconds);
   write_file_atomic(path_in(options_.out_dir, "train_log.csv"), text);
 }
 

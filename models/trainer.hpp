@@ -71,8 +71,8 @@ struct StepReport {
 
 struct EpochReport {
   std::int64_t epoch = 0, steps = 0;
-  double train_loss = 0;  // mean over the epoch's tokens
-  double valid_loss = 0, valid_perplexity = 0, valid_bleu = 0;
+  double train_loss = 0;  // mean over the epoch's tokens; NaN when it took no step
+  double valid_loss = 0, valid_perplexity = 0, valid_bleu = 0;  // NaN without validation data (BLEU: or when off)
   double elapsed_seconds = 0;  // training time since the run began (over resumes)
   bool best = false;
   bool complete = true;  // false when time or a stop request cut the epoch short

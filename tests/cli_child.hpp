@@ -2,7 +2,8 @@
 // `attend ARGS...` run as main() runs it (tools::run_cli) in a forked child, with
 // its stdin, stdout and stderr in files of a scratch directory, so that a crash
 // or a hang is a failed check rather than a dead test program. Shared by the
-// command-line tests (test_cli_hardening, test_subword_cli, test_subword_malformed).
+// command-line tests (test_cli_hardening, test_subword_cli, test_subword_malformed,
+// test_train_cli); the scratch directory is tests/scratch.hpp's.
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <sys/wait.h>
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/scratch.hpp"
 #include "tools/cli.hpp"
 
 namespace attend::testing {
@@ -27,25 +29,6 @@ inline std::string slurp(const std::string& path) {
 }
 
 inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-// A directory of its own (PREFIX_PID under the system's temporary directory),
-// removed when the test ends.
-struct Scratch {
-  std::filesystem::path dir;
-  explicit Scratch(const std::string& prefix = "attend_cli")
-      : dir(std::filesystem::temp_directory_path() / (prefix + "_" + std::to_string(::getpid()))) {
-    std::filesystem::remove_all(dir);
-    std::filesystem::create_directories(dir);
-  }
-  ~Scratch() { std::filesystem::remove_all(dir); }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  std::string path(const std::string& name) const { return (dir / name).string(); }
-  std::string write(const std::string& name, const std::string& bytes) const {
-    std::ofstream(path(name), std::ios::binary) << bytes;
-    return path(name);
-  }
-};
 
 struct CliResult {
   int exit_code = -1;  // -1 when the child did not exit normally

@@ -16,6 +16,7 @@
 #include "layers/serialize.hpp"
 #include "models/average.hpp"
 #include "models/model_dir.hpp"
+#include "tests/scratch.hpp"
 #include "tools/cli.hpp"
 
 using namespace attend;
@@ -23,14 +24,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Scratch {
-  fs::path dir = fs::temp_directory_path() / ("attend_average_" + std::to_string(::getpid()));
-  Scratch() {
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~Scratch() { fs::remove_all(dir); }
-  std::string path(const std::string& name) const { return (dir / name).string(); }
+struct Scratch : attend::testing::Scratch {
+  Scratch() : attend::testing::Scratch("attend_average") {}
 };
 
 std::string slurp(const std::string& path) {

@@ -16,12 +16,15 @@
 #include "models/model_dir.hpp"
 #include "models/toy_language.hpp"
 #include "models/trainer.hpp"
+#include "tests/scratch.hpp"
 #include "tests/toy_data.hpp"
 
 using namespace attend;
 namespace fs = std::filesystem;
 
 namespace {
+
+using attend::testing::Scratch;
 
 struct Toy : attend::testing::ToyData {
   Seq2SeqConfig config;
@@ -34,12 +37,6 @@ Toy toy(std::int64_t n) {
   t.config.embed = 6;
   t.config.hidden = 8;
   return t;
-}
-
-std::string temp_dir(const char* name) {
-  fs::path p = fs::temp_directory_path() / fmt::format("attend-ckpt-{}-{}", name, ::getpid());
-  fs::remove_all(p);
-  return p.string();
 }
 
 TrainOptions options(const std::string& dir) {
@@ -56,7 +53,8 @@ TrainOptions options(const std::string& dir) {
 
 TEST_CASE("a checkpoint is one directory, replaced whole, whose files must agree") {
   Toy d = toy(40);
-  const std::string dir = temp_dir("unit");
+  const Scratch scratch("attend-ckpt-unit");
+  const std::string dir = scratch.dir.string();
   Generator init(1);
   Seq2Seq model(d.config, init);
   TrainOptions o = options(dir);
@@ -79,12 +77,12 @@ TEST_CASE("a checkpoint is one directory, replaced whole, whose files must agree
   Seq2Seq fresh(d.config, other);
   Trainer t3(fresh, d.target, d.train, d.valid, more);
   CHECK_THROWS_WITH_AS(t3.resume(), doctest::Contains("the checkpoint's files do not belong together"), Error);
-  fs::remove_all(dir);
 }
 
 TEST_CASE("trainer_state.json is checked key by key") {
   Toy d = toy(30);
-  const std::string dir = temp_dir("state");
+  const Scratch scratch("attend-ckpt-state");
+  const std::string dir = scratch.dir.string();
   Generator init(1);
   Seq2Seq model(d.config, init);
   TrainOptions o = options(dir);
@@ -122,12 +120,12 @@ TEST_CASE("trainer_state.json is checked key by key") {
   CHECK_THROWS_WITH_AS(t.resume(), doctest::Contains("'history'"), Error);
   write_file_atomic(path, good.dump());
   CHECK_NOTHROW(t.resume());
-  fs::remove_all(dir);
 }
 
 TEST_CASE("non-finite weights are never saved, and a model holding them is refused") {
   Toy d = toy(30);
-  const std::string dir = temp_dir("nonfinite");
+  const Scratch scratch("attend-ckpt-nonfinite");
+  const std::string dir = scratch.dir.string();
   Generator init(1);
   Seq2Seq model(d.config, init);
   TrainOptions o = options(dir);
@@ -146,7 +144,6 @@ TEST_CASE("non-finite weights are never saved, and a model holding them is refus
   save_model_description(dir, d.config, d.source, d.target, TokenizerOptions{});
   nn::save(bad, path_in(dir, "model.safetensors"));
   CHECK_THROWS_WITH_AS(load_model_dir(dir), doctest::Contains("the weights are not finite"), Error);
-  fs::remove_all(dir);
 }
 
 TEST_CASE("--detect-anomaly blames the optimizer step that made the weights non-finite") {
@@ -171,7 +168,8 @@ TEST_CASE("--detect-anomaly blames the optimizer step that made the weights non-
 
 TEST_CASE("without validation data the best model is the lowest training loss, compared with training losses") {
   Toy d = toy(30);
-  const std::string dir = temp_dir("novalid");
+  const Scratch scratch("attend-ckpt-novalid");
+  const std::string dir = scratch.dir.string();
   Generator init(1);
   Seq2Seq model(d.config, init);
   TrainOptions o = options(dir);
@@ -186,11 +184,43 @@ TEST_CASE("without validation data the best model is the lowest training loss, c
   CHECK(reports[lowest].best);
   const auto meta = load_safetensors(path_in(dir, "model.safetensors")).metadata;
   CHECK(meta.at("epoch") == std::to_string(lowest + 1));
-  fs::remove_all(dir);
+}
+
+// --max-steps reached at the end of an epoch leaves the next one without a
+// step: it has no training loss, which once reached the log as "nan".
+TEST_CASE("an epoch without a step has no training loss in the log and is never the best") {
+  Toy d = toy(30);  // 24 training pairs: 3 batches of 8
+  const Scratch scratch("attend-ckpt-nostep");
+  const std::string dir = scratch.dir.string();
+  Generator init(1);
+  Seq2Seq model(d.config, init);
+  TrainOptions o = options(dir);
+  o.epochs = 3;
+  o.max_steps = 3;
+  const std::vector<EncodedPair> none;
+  Trainer t(model, d.target, d.train, none, o);
+  std::vector<EpochReport> reports = t.run();
+  REQUIRE(reports.size() == 2);
+  CHECK(reports[0].steps == 3);
+  CHECK(reports[0].best);
+  CHECK(reports[1].steps == 0);
+  CHECK_FALSE(reports[1].complete);
+  CHECK(std::isnan(reports[1].train_loss));
+  CHECK_FALSE(reports[1].best);
+  const std::string log = read_file(path_in(dir, "train_log.csv"));
+  CHECK_MESSAGE(log.find("nan") == std::string::npos, log);
+  // epoch,complete,steps,train_loss,valid_loss,valid_perplexity,valid_bleu,elapsed_seconds: the missing values are empty
+  CHECK_MESSAGE(log.find("\n2,0,0,,,,,") != std::string::npos, log);
+  const nlohmann::json state = nlohmann::json::parse(read_file(path_in(dir, "checkpoint/trainer_state.json")));
+  CHECK(state.at("history").at(1).at("train_loss").is_null());
+  const auto meta = load_safetensors(path_in(dir, "model.safetensors")).metadata;
+  CHECK(meta.at("epoch") == "1");
+  CHECK(meta.count("valid_loss") == 0);  // there is no validation data, so no "nan" either
 }
 
 TEST_CASE("stale temporary files of killed processes are removed, nothing else") {
-  const std::string dir = temp_dir("stale");
+  const Scratch scratch("attend-ckpt-stale");
+  const std::string dir = scratch.dir.string();
   fs::create_directories(dir);
   pid_t child = ::fork();
   if (child == 0) ::_exit(0);
@@ -208,5 +238,4 @@ TEST_CASE("stale temporary files of killed processes are removed, nothing else")
   CHECK(fs::exists(path_in(dir, fmt::format("train_log.csv.tmp-{}-0", ::getppid()))));
   CHECK(fs::exists(path_in(dir, "notes.tmp-old")));
   CHECK(fs::exists(path_in(dir, fmt::format("data.tmp-{}-1x", child))));
-  fs::remove_all(dir);
 }

@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "core/random.hpp"
 #include "models/corpus.hpp"
+#include "tests/scratch.hpp"
 
 using namespace attend;
 using Ids = std::vector<std::int64_t>;
@@ -89,8 +90,8 @@ TEST_CASE("strict parsing throws at the first bad line") {
 }
 
 TEST_CASE("read_tsv reads a file and names it in warnings and errors") {
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("attend_corpus_" + std::to_string(::getpid()) + ".tsv")).string();
+  const attend::testing::Scratch scratch("attend_corpus");
+  const std::string path = scratch.path("pairs.tsv");
   std::ofstream(path, std::ios::binary) << "one\tun\nbroken\ntwo\tdeux\n";
   ParallelText text = read_tsv(path);
   CHECK(text.pairs == std::vector<SentencePair>{{"one", "un"}, {"two", "deux"}});

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "core/file_io.hpp"
+#include "tests/scratch.hpp"
 #include "tests/xml_check.hpp"
 #include "tools/experiment.hpp"
 
@@ -19,8 +20,8 @@ TEST_CASE("the quick experiment writes well-formed figures, results and report")
   tools::ExperimentOptions o;
   o.quick = true;
   o.train_seconds = 3;  // quicker still: the structure is what is tested here
-  o.out_dir = (fs::temp_directory_path() / fmt::format("attend-experiment-{}", ::getpid())).string();
-  fs::remove_all(o.out_dir);
+  const attend::testing::Scratch scratch("attend-experiment");
+  o.out_dir = scratch.path("experiment");
   nlohmann::json results = tools::run_experiment(o);
   auto text = [&](const char* name) { return read_file((fs::path(o.out_dir) / name).string()); };
 
@@ -78,5 +79,4 @@ TEST_CASE("the quick experiment writes well-formed figures, results and report")
   CHECK(graph.classes["panel"] == 2);
   CHECK(text("report.html").find("additive_attention_step (H, v") != std::string::npos);  // the fused op, inline
   CHECK(text("report.html").find("Backprop through one step") != std::string::npos);
-  fs::remove_all(o.out_dir);
 }

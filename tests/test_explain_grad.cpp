@@ -27,7 +27,7 @@
 using namespace attend;
 using attend::testing::lines_of;
 using attend::testing::run_translate;
-using attend::testing::temp_dir;
+using attend::testing::Scratch;
 using attend::testing::words_of;
 using attend::testing::write_model;
 namespace fs = std::filesystem;
@@ -133,7 +133,8 @@ void check_svg(const std::string& path, const AttentionGradients& g) {
 }  // namespace
 
 TEST_CASE("--explain-grad shows the alpha and dL/dalpha of attention_gradients, in text and SVG") {
-  const std::string dir = temp_dir("explain-grad");
+  const Scratch scratch("attend-test-explain-grad");
+  const std::string dir = scratch.dir.string();
   const std::string model_dir = dir + "/model";
   write_model(model_dir, AttentionKind::Additive);
   const std::string source1 = "the red car sleeps", reference1 = "la voiture rouge dort";
@@ -163,11 +164,11 @@ TEST_CASE("--explain-grad shows the alpha and dL/dalpha of attention_gradients, 
 
   CHECK(block_of(lines, 2).empty());  // the blank line is skipped, and numbering follows the input
   CHECK_FALSE(fs::exists(dir + "/grad_2.svg"));
-  fs::remove_all(dir);
 }
 
 TEST_CASE("--explain-grad refuses a model without attention and malformed lines") {
-  const std::string dir = temp_dir("explain-grad-errors");
+  const Scratch scratch("attend-test-explain-grad-errors");
+  const std::string dir = scratch.dir.string();
   write_model(dir + "/none", AttentionKind::None);
   write_model(dir + "/additive", AttentionKind::Additive);
   write_file_atomic(dir + "/one.tsv", "the cat\tle chat\n");
@@ -181,5 +182,4 @@ TEST_CASE("--explain-grad refuses a model without attention and malformed lines"
   CHECK_THROWS_AS(run_translate({"--model", dir + "/additive", "--explain-grad", dir + "/no-reference.tsv"}), Error);
   // --svg means nothing without --explain-grad.
   CHECK_THROWS_AS(run_translate({"--model", dir + "/additive", "--svg", dir + "/x", dir + "/one.tsv"}), CLI::ParseError);
-  fs::remove_all(dir);
 }

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/file_io.hpp"
+#include "tests/scratch.hpp"
 #include "tests/xml_check.hpp"
 #include "tools/commands.hpp"
 #include "tools/explain.hpp"
@@ -176,9 +177,8 @@ void run_explain(std::vector<std::string> args) {
 }  // namespace
 
 TEST_CASE("attend explain writes --json and --graph, and --lstm refuses the attention flags and --dot") {
-  const fs::path dir = fs::temp_directory_path() / fmt::format("attend-test-explain-{}", ::getpid());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const attend::testing::Scratch scratch("attend-test-explain");
+  const fs::path dir = scratch.dir;
   run_explain({"--attention", "general", "--padded", "--json", (dir / "step.json").string(), "--graph",
                (dir / "step.svg").string()});
   const nlohmann::json step = nlohmann::json::parse(attend::read_file((dir / "step.json").string()));
@@ -207,5 +207,4 @@ TEST_CASE("attend explain writes --json and --graph, and --lstm refuses the atte
     CHECK_MESSAGE(std::find(lstm.data_names.begin(), lstm.data_names.end(), name) != lstm.data_names.end(), name);
   CHECK_THROWS_AS(run_explain({"--attention", "plain"}), CLI::ParseError);
   CHECK_FALSE(fs::exists(dir / "x.dot"));
-  fs::remove_all(dir);
 }

@@ -17,6 +17,7 @@
 #include "core/printable.hpp"
 #include "core/shape.hpp"
 #include "models/seq2seq.hpp"
+#include "tests/scratch.hpp"
 
 using namespace attend;
 using namespace std::string_literals;
@@ -78,8 +79,8 @@ TEST_CASE("Seq2SeqConfig: parameter_count is the model's, and sizes past the lim
 }
 
 TEST_CASE("read_bounded_file: regular files only, and no larger than the limit") {
-  const std::string dir = (std::filesystem::temp_directory_path() / ("attend_limits_" + std::to_string(::getpid()))).string();
-  std::filesystem::create_directories(dir);
+  const attend::testing::Scratch scratch("attend_limits");
+  const std::string dir = scratch.dir.string();
   const std::string path = dir + "/text.txt";
   std::ofstream(path) << "0123456789";
   CHECK(limits::read_bounded_file(path, "op") == "0123456789");
@@ -91,7 +92,6 @@ TEST_CASE("read_bounded_file: regular files only, and no larger than the limit")
   const std::string fifo = dir + "/fifo";
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
   CHECK_THROWS_WITH_AS(limits::read_bounded_file(fifo, "op"), ("op: " + fifo + ": not a regular file").c_str(), Error);
-  std::filesystem::remove_all(dir);
   CHECK(limits::bytes_text(std::uint64_t{16} << 30) == "16 GiB");
   CHECK(limits::bytes_text(3 << 20) == "3.0 MiB");
   CHECK(limits::bytes_text(65536) == "65536 bytes");

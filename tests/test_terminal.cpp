@@ -1,6 +1,13 @@
 // tools/terminal: the progress bar's text, the attention drawing, signed maps
-// (dL/dalpha) and text blocks side by side.
+// (dL/dalpha) and text blocks side by side, and when output counts as a terminal.
 #include <doctest/doctest.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <string>
 
 #include "core/error.hpp"
 #include "tools/terminal.hpp"
@@ -23,6 +30,33 @@ TEST_CASE("the progress bar shows position, status and ETA") {
   CHECK(bar.render(100, "", 40.0) == "epoch 2 [########################] 100/100  ETA 0s");
   ProgressBar open_ended("step", 0, false);
   CHECK(open_ended.render(7, "loss 2", 1.0) == "step 7  loss 2");
+}
+
+// mpirun hands every rank a pseudo-terminal even for `mpirun ... > log`, and the
+// bar's "\r\033[K" once went into the file (tests/mpi/cli.sh checks that end to end).
+TEST_CASE("output is a terminal when it is a tty, except in a process mpirun started") {
+  const char* name = "OMPI_COMM_WORLD_SIZE";
+  std::optional<std::string> saved;
+  if (const char* v = std::getenv(name)) saved = v;
+  ::unsetenv(name);
+  const int master = ::posix_openpt(O_RDWR | O_NOCTTY);
+  REQUIRE(master >= 0);
+  REQUIRE(::grantpt(master) == 0);
+  REQUIRE(::unlockpt(master) == 0);
+  std::FILE* tty = std::fopen(::ptsname(master), "w");
+  REQUIRE(tty != nullptr);
+  std::FILE* file = std::tmpfile();
+  REQUIRE(file != nullptr);
+  CHECK(is_terminal(tty));
+  CHECK_FALSE(is_terminal(file));
+  ::setenv(name, "2", 1);  // as mpirun sets it, here for a pseudo-terminal like the ones it hands out
+  CHECK_FALSE(is_terminal(tty));
+  CHECK_FALSE(is_terminal(file));
+  if (saved) ::setenv(name, saved->c_str(), 1);
+  else ::unsetenv(name);
+  std::fclose(file);
+  std::fclose(tty);
+  ::close(master);
 }
 
 TEST_CASE("attention is drawn with source words above their columns") {

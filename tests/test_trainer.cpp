@@ -9,6 +9,7 @@
 #include "models/model_dir.hpp"
 #include "models/toy_language.hpp"
 #include "models/trainer.hpp"
+#include "tests/scratch.hpp"
 #include "tests/toy_data.hpp"
 
 using namespace attend;
@@ -16,6 +17,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using attend::testing::Scratch;
 using attend::testing::ToyData;
 using attend::testing::toy_data;
 
@@ -28,12 +30,6 @@ Seq2SeqConfig small_config(const ToyData& d) {
   c.layers = 2;
   c.dropout = 0.1;  // so that the dropout generators must be restored too
   return c;
-}
-
-std::string temp_dir(const char* name) {
-  fs::path p = fs::temp_directory_path() / fmt::format("attend-test-{}-{}", name, ::getpid());
-  fs::remove_all(p);
-  return p.string();
 }
 
 }  // namespace
@@ -57,7 +53,8 @@ TEST_CASE("a resumed run's losses equal an uninterrupted run's") {
   }
   REQUIRE(straight.size() == 15);
 
-  const std::string dir = temp_dir("resume");
+  const Scratch scratch("attend-test-resume");
+  const std::string dir = scratch.dir.string();
   std::vector<double> resumed;
   {
     Generator init(1);
@@ -86,12 +83,12 @@ TEST_CASE("a resumed run's losses equal an uninterrupted run's") {
     CAPTURE(i);
     CHECK(resumed[i] == straight[i]);  // bit for bit
   }
-  fs::remove_all(dir);
 }
 
 TEST_CASE("checkpoints are complete, loadable and written without leftovers") {
   ToyData d = toy_data(30);
-  const std::string dir = temp_dir("checkpoint");
+  const Scratch scratch("attend-test-checkpoint");
+  const std::string dir = scratch.dir.string();
   Generator init(2);
   Seq2SeqConfig config = small_config(d);
   Seq2Seq model(config, init);
@@ -121,7 +118,6 @@ TEST_CASE("checkpoints are complete, loadable and written without leftovers") {
   for (const auto& [name, tensor] : a) CHECK_MESSAGE(equal(tensor, b.at(name)), name);
   const std::string missing = dir + "/nowhere: not a model directory (it does not exist)";
   CHECK_THROWS_WITH_AS(load_model_dir(dir + "/nowhere"), missing.c_str(), Error);
-  fs::remove_all(dir);
 }
 
 TEST_CASE("a non-finite loss stops training and names the step") {
@@ -146,7 +142,8 @@ TEST_CASE("a non-finite loss stops training and names the step") {
 
 TEST_CASE("a stop request saves and returns") {
   ToyData d = toy_data(20);
-  const std::string dir = temp_dir("stop");
+  const Scratch scratch("attend-test-stop");
+  const std::string dir = scratch.dir.string();
   Generator init(4);
   Seq2Seq model(small_config(d), init);
   TrainOptions o;
@@ -161,7 +158,6 @@ TEST_CASE("a stop request saves and returns") {
   t.run();
   CHECK(t.global_step() == 2);
   CHECK(fs::exists(fs::path(dir) / "checkpoint" / "trainer_state.json"));
-  fs::remove_all(dir);
 }
 
 // A time budget spans epochs: the time of finished epochs must count once. (It

@@ -20,11 +20,14 @@
 #include "core/safetensors.hpp"
 #include "models/checkpoint.hpp"
 #include "models/model_dir.hpp"
+#include "tests/scratch.hpp"
 
 using namespace attend;
 namespace fs = std::filesystem;
 
 namespace {
+
+using attend::testing::Scratch;
 
 // A tiny run, two epochs of 7 steps (CLI11 refuses a flag given twice, so the
 // tests add the rest: kRun + --out, or kBase + their own --toy-n/--epochs).
@@ -38,13 +41,6 @@ const std::vector<std::string> kRun = [] {
 std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& more) {
   a.insert(a.end(), more.begin(), more.end());
   return a;
-}
-
-std::string scratch(const char* name) {
-  fs::path p = fs::temp_directory_path() / fmt::format("attend-faults-{}-{}", name, ::getpid());
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p.string();
 }
 
 // Starts `attend args...` with ATTEND_FAULT=fault (none if empty), its output in log.
@@ -146,25 +142,26 @@ int every_fault(const std::string& prefix, const std::string& base, const std::s
 }  // namespace
 
 TEST_CASE("a kill right after any rename leaves a directory that loads and resumes exactly") {
-  const std::string base = scratch("renames");
+  const Scratch scratch("attend-faults-renames");
+  const std::string base = scratch.dir.string();
   const std::string ref = base + "/ref";
   REQUIRE(exited_ok(run(kRun, ref)));
   const int hit = every_fault("kill-after-rename", base, ref, true);
   CHECK(hit >= 10);  // staging, two epochs of model, log and checkpoint files, the switches
-  fs::remove_all(base);
 }
 
 TEST_CASE("a full disk at any write keeps the previous checkpoint whole") {
-  const std::string base = scratch("enospc");
+  const Scratch scratch("attend-faults-enospc");
+  const std::string base = scratch.dir.string();
   const std::string ref = base + "/ref";
   REQUIRE(exited_ok(run(kRun, ref)));
   const int hit = every_fault("enospc-at-write", base, ref, false, true);
   CHECK(hit >= 8);
-  fs::remove_all(base);
 }
 
 TEST_CASE("kill -9 at random instants leaves a directory that loads and resumes exactly") {
-  const std::string base = scratch("random");
+  const Scratch scratch("attend-faults-random");
+  const std::string base = scratch.dir.string();
   const std::string ref = base + "/ref";
   const auto t0 = std::chrono::steady_clock::now();
   REQUIRE(exited_ok(run(kRun, ref)));
@@ -184,7 +181,6 @@ TEST_CASE("kill -9 at random instants leaves a directory that loads and resumes 
     if (!exited_ok(status)) check_recovers(dir, ref);
     fs::remove_all(dir);
   }
-  fs::remove_all(base);
 }
 
 namespace {
@@ -207,7 +203,8 @@ pid_t start_long_run(const std::string& dir) {
 }  // namespace
 
 TEST_CASE("SIGTERM saves a checkpoint and exits; a second signal ends the process at once") {
-  const std::string base = scratch("signals");
+  const Scratch scratch("attend-faults-signals");
+  const std::string base = scratch.dir.string();
   {
     const std::string dir = base + "/once";
     const pid_t pid = start_long_run(dir);
@@ -232,11 +229,11 @@ TEST_CASE("SIGTERM saves a checkpoint and exits; a second signal ends the proces
     CHECK((WTERMSIG(status) == SIGTERM || WTERMSIG(status) == SIGINT));
     CHECK(read_file(dir + ".log").find("interrupted: checkpoint saved") == std::string::npos);
   }
-  fs::remove_all(base);
 }
 
 TEST_CASE("training into an existing model directory needs --resume or --overwrite, and never breaks it") {
-  const std::string base = scratch("overwrite");
+  const Scratch scratch("attend-faults-overwrite");
+  const std::string base = scratch.dir.string();
   const std::string dir = base + "/model";
   const auto one_epoch = with(kBase, {"--toy-n", "120", "--epochs", "1"});
   REQUIRE(exited_ok(run(one_epoch, dir)));
@@ -262,11 +259,11 @@ TEST_CASE("training into an existing model directory needs --resume or --overwri
   // The log is the new run's alone (header and two epochs), not appended to the old run's.
   CHECK(split_lines(read_file(path_in(dir, "train_log.csv"))).size() == 3);
   CHECK(remove_stale_temporaries(base) == 0);  // the next run already removed the killed runs' leftovers
-  fs::remove_all(base);
 }
 
 TEST_CASE("--resume honours an explicit --lr and says so") {
-  const std::string base = scratch("lr");
+  const Scratch scratch("attend-faults-lr");
+  const std::string base = scratch.dir.string();
   const std::string dir = base + "/model";
   const auto toy = with(kBase, {"--toy-n", "120"});
   REQUIRE(exited_ok(run(toy, dir, "", {"--epochs", "1", "--lr", "0.01"})));
@@ -279,15 +276,14 @@ TEST_CASE("--resume honours an explicit --lr and says so") {
   CHECK(read_file(dir + ".log").find("overrides") == std::string::npos);
   CHECK(load_safetensors(path_in(dir, "checkpoint/optimizer.safetensors")).tensors.at("lr").item() ==
         doctest::Approx(0.005));
-  fs::remove_all(base);
 }
 
 TEST_CASE("without validation data the summary names the epoch that was saved") {
-  const std::string base = scratch("novalid");
+  const Scratch scratch("attend-faults-novalid");
+  const std::string base = scratch.dir.string();
   const std::string dir = base + "/model";
   REQUIRE(exited_ok(run(with(kBase, {"--toy-n", "120"}), dir, "", {"--valid-fraction", "0", "--epochs", "3", "--lr", "0.01"})));
   const std::string saved_epoch = load_safetensors(path_in(dir, "model.safetensors")).metadata.at("epoch");
   CHECK(saved_epoch != "1");  // the training loss fell, so a later epoch was saved
   CHECK(read_file(dir + ".log").find("best: epoch " + saved_epoch + " ") != std::string::npos);
-  fs::remove_all(base);
 }

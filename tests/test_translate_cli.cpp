@@ -18,7 +18,7 @@
 using namespace attend;
 using attend::testing::lines_of;
 using attend::testing::run_translate;
-using attend::testing::temp_dir;
+using attend::testing::Scratch;
 using attend::testing::words_of;
 using attend::testing::write_model;
 
@@ -37,7 +37,8 @@ void always_unk(Seq2Seq& model, const Vocabulary&) { model.project.bias.data<flo
 }  // namespace
 
 TEST_CASE("--alignments hard: TRANSLATION<TAB>ALIGNMENT, one link per output word, from the soft weights") {
-  const std::string dir = temp_dir("translate-align");
+  const Scratch scratch("attend-test-translate-align");
+  const std::string dir = scratch.dir.string();
   write_model(dir + "/m", AttentionKind::Additive);
   write_file_atomic(dir + "/in.txt", kSources);
   const std::vector<std::string> plain = lines_of(run_translate({"--model", dir + "/m", "--quiet", dir + "/in.txt"}));
@@ -83,7 +84,8 @@ TEST_CASE("--alignments hard: TRANSLATION<TAB>ALIGNMENT, one link per output wor
 }
 
 TEST_CASE("--replace-unk: a model whose vocabulary forces <unk> copies or translates the attended source word") {
-  const std::string dir = temp_dir("translate-unk");
+  const Scratch scratch("attend-test-translate-unk");
+  const std::string dir = scratch.dir.string();
   write_model(dir + "/m", AttentionKind::Additive, 7, always_unk);
   write_file_atomic(dir + "/in.txt", "the red car sleeps\n");
   write_file_atomic(dir + "/dict.txt", "car voiture 0.9\ncar auto 0.1\nred rouge\n");
@@ -115,7 +117,8 @@ TEST_CASE("--replace-unk: a model whose vocabulary forces <unk> copies or transl
 }
 
 TEST_CASE("--replace-unk and --alignments need attention; --unk-dict needs --replace-unk") {
-  const std::string dir = temp_dir("translate-unk-errors");
+  const Scratch scratch("attend-test-translate-unk-errors");
+  const std::string dir = scratch.dir.string();
   write_model(dir + "/none", AttentionKind::None);
   write_file_atomic(dir + "/in.txt", "the cat\n");
   CHECK_THROWS_WITH_AS(run_translate({"--model", dir + "/none", "--replace-unk", dir + "/in.txt"}),
@@ -130,7 +133,8 @@ TEST_CASE("--replace-unk and --alignments need attention; --unk-dict needs --rep
 }
 
 TEST_CASE("an ensemble of a model with itself translates as the model does; other vocabularies are refused") {
-  const std::string dir = temp_dir("translate-ensemble");
+  const Scratch scratch("attend-test-translate-ensemble");
+  const std::string dir = scratch.dir.string();
   write_model(dir + "/m", AttentionKind::Dot);
   write_file_atomic(dir + "/in.txt", kSources);
   for (const char* beam : {"1", "3"}) {
@@ -159,7 +163,8 @@ TEST_CASE("an ensemble of a model with itself translates as the model does; othe
 }
 
 TEST_CASE("a large input is translated chunk by chunk, in batches sorted by length, and written in input order") {
-  const std::string dir = temp_dir("translate-stream");
+  const Scratch scratch("attend-test-translate-stream");
+  const std::string dir = scratch.dir.string();
   write_model(dir + "/m", AttentionKind::Additive);
   // more lines than one chunk (4096), of varied lengths, repeating a few sentences
   const std::vector<std::string> sources = lines_of(kSources);
@@ -188,7 +193,8 @@ TEST_CASE("a large input is translated chunk by chunk, in batches sorted by leng
 }
 
 TEST_CASE("a bad line: a file is refused before anything is translated; stdin says what was written") {
-  const std::string dir = temp_dir("translate-bad-line");
+  const Scratch scratch("attend-test-translate-bad-line");
+  const std::string dir = scratch.dir.string();
   write_model(dir + "/m", AttentionKind::Additive);
   std::string input;
   for (int i = 0; i < 5000; ++i) input += "the cat\n";
@@ -206,7 +212,8 @@ TEST_CASE("a bad line: a file is refused before anything is translated; stdin sa
 }
 
 TEST_CASE("--n-best K: Moses n-best lines that parse, best first, the first being the 1-best translation") {
-  const std::string dir = temp_dir("translate-nbest");
+  const Scratch scratch("attend-test-translate-nbest");
+  const std::string dir = scratch.dir.string();
   write_model(dir + "/m", AttentionKind::Additive);
   write_file_atomic(dir + "/in.txt", kSources);
   const std::vector<std::string> sources = lines_of(kSources);
@@ -255,7 +262,8 @@ TEST_CASE("--n-best K: Moses n-best lines that parse, best first, the first bein
 }
 
 TEST_CASE("an ensemble of two different models is neither of them, and decodes every sentence") {
-  const std::string dir = temp_dir("translate-ensemble-two");
+  const Scratch scratch("attend-test-translate-ensemble-two");
+  const std::string dir = scratch.dir.string();
   write_model(dir + "/a", AttentionKind::Additive, 7);
   write_model(dir + "/b", AttentionKind::Additive, 8);  // same vocabularies, other weights
   write_file_atomic(dir + "/in.txt", kSources);
@@ -272,7 +280,8 @@ TEST_CASE("a config.json promising a larger model than its weights file is refus
   // Found by fuzz_config (tests/fuzz/regressions/config/embed_55594_small_weights):
   // the model was built, every parameter allocated and initialised, before the
   // weights file was found to be too small for it.
-  const std::string dir = temp_dir("translate-config-size");
+  const Scratch scratch("attend-test-translate-config-size");
+  const std::string dir = scratch.dir.string();
   write_model(dir + "/m", AttentionKind::Additive);
   std::string config = read_file(dir + "/m/config.json");
   const std::size_t at = config.find("\"embed\": 8");

@@ -1,6 +1,6 @@
 #pragma once
-// `attend translate` run in-process on small models written to a temporary
-// directory: what test_explain_grad and test_translate_cli share.
+// `attend translate` run in-process on small models written to a scratch
+// directory (tests/scratch.hpp): what test_explain_grad and test_translate_cli share.
 #include <doctest/doctest.h>
 #include <unistd.h>
 
@@ -17,6 +17,7 @@
 #include "layers/serialize.hpp"
 #include "models/model_dir.hpp"
 #include "models/toy_language.hpp"
+#include "tests/scratch.hpp"
 #include "tools/commands.hpp"
 
 namespace attend::testing {
@@ -34,14 +35,6 @@ inline std::vector<std::string> words_of(const std::string& line) {
   std::istringstream in(line);
   for (std::string w; in >> w;) out.push_back(w);
   return out;
-}
-
-inline std::string temp_dir(const char* name) {
-  namespace fs = std::filesystem;
-  fs::path p = fs::temp_directory_path() / fmt::format("attend-test-{}-{}", name, ::getpid());
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p.string();
 }
 
 // An untrained model on the toy language (60 sentences of 3-6 words), with

@@ -286,10 +286,16 @@ void train(Communicator& world, TrainFlags& f) {
         recent_tokens_per_second == 0 ? r.tokens_per_second : 0.9 * recent_tokens_per_second + 0.1 * r.tokens_per_second;
     bar->update(r.step, fmt::format("loss {:.3f}  {} tok/s", r.loss, number_of(recent_tokens_per_second)));
   };
+  // A value the epoch does not have is "-": no training loss without a step (an epoch that
+  // --max-steps or --minutes ended before it began), no validation without validation pairs,
+  // no BLEU with --bleu-sentences 0.
+  const bool validated = !data.valid.empty(), scored = validated && f.train.bleu_sentences > 0;
+  auto value = [](bool has, double v, int digits) { return has ? fmt::format("{:.{}f}", v, digits) : std::string("-"); };
   trainer.on_epoch = [&](const EpochReport& r) {
-    const std::string line = fmt::format("train loss {:.4f}  valid loss {:.4f}  ppl {:.2f}  BLEU {:.2f}{}{}",
-                                         r.train_loss, r.valid_loss, r.valid_perplexity, r.valid_bleu,
-                                         r.best ? "  (best, saved)" : "", r.complete ? "" : "  (time is up)");
+    const std::string line = fmt::format("train loss {}  valid loss {}  ppl {}  BLEU {}{}{}", value(r.steps > 0, r.train_loss, 4),
+                                         value(validated, r.valid_loss, 4), value(validated, r.valid_perplexity, 2),
+                                         value(scored, r.valid_bleu, 2), r.best ? "  (best, saved)" : "",
+                                         r.complete ? "" : "  (time is up)");
     if (bar) bar->finish(line);
     else fmt::print("epoch {}: {}\n", r.epoch, line);
     bar.reset();
@@ -323,8 +329,8 @@ void train(Communicator& world, TrainFlags& f) {
   const auto& h = trainer.history();
   auto best = std::find_if(h.rbegin(), h.rend(), [](const EpochReport& r) { return r.best; });
   if (best != h.rend())
-    fmt::print("best: epoch {} (valid loss {:.4f}, BLEU {:.2f}); model in {}/model.safetensors, log in {}/train_log.csv\n",
-               best->epoch, best->valid_loss, best->valid_bleu, f.out, f.out);
+    fmt::print("best: epoch {} (valid loss {}, BLEU {}); model in {}/model.safetensors, log in {}/train_log.csv\n",
+               best->epoch, value(validated, best->valid_loss, 4), value(scored, best->valid_bleu, 2), f.out, f.out);
 }
 
 void run_train(TrainFlags& f) {

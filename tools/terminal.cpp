@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -13,7 +14,14 @@
 
 namespace attend::tools {
 
-bool is_terminal(std::FILE* stream) { return isatty(fileno(stream)) != 0; }
+// Open MPI's launcher gives each process it starts a pseudo-terminal for stdout,
+// whatever mpirun's own output is: isatty says "terminal" for `mpirun ... > log`
+// too, and the bar's carriage returns would end up in the file. A process mpirun
+// started (OMPI_COMM_WORLD_SIZE set) cannot know where its output goes, so it
+// writes plain lines.
+bool is_terminal(std::FILE* stream) {
+  return isatty(fileno(stream)) != 0 && std::getenv("OMPI_COMM_WORLD_SIZE") == nullptr;
+}
 
 std::string format_duration(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";

@@ -9,6 +9,7 @@
 
 namespace attend::tools {
 
+// isatty, except under Open MPI's mpirun, whose pseudo-terminals say nothing of where the output goes.
 bool is_terminal(std::FILE* stream);
 
 // "1:05:03", "4:09" or "12s".

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `attend train` under mpirun, as a user runs it (CTest test mpi.cli):
 #   1. two ranks train and write the model directory; --resume continues it;
+#      output redirected from mpirun has no progress-bar control characters;
 #   2. a rank that fails alone (its data file is empty) ends the whole job:
 #      one message naming the rank, a non-zero exit, no hang;
 #   3. ranks whose data differ stop together, with one message from rank 0;
@@ -39,6 +40,9 @@ small=(--embed 8 --hidden 8 --batch 8 --bleu-sentences 4)
 out="$(mpi -np 2 "$attend" train --data a.tsv "${small[@]}" --max-steps 5 --out m1 </dev/null 2>&1)" ||
   fail "training under mpirun -np 2: $out"
 [[ $(count '^data-parallel: 2 processes') -eq 1 ]] || fail "expected one 'data-parallel' line: $out"
+# The output is a pipe here, but mpirun gives the ranks a pseudo-terminal: plain lines, no redrawn bar.
+[[ "$out" != *$'\r'* && "$out" != *$'\033'* ]] || fail "progress-bar control characters in redirected output: $out"
+[[ $(count 'train loss ') -ge 1 ]] || fail "expected an epoch's summary line: $out"
 [[ -f m1/checkpoint/trainer_state.json && -f m1/model.safetensors ]] || fail "no checkpoint in m1"
 grep -q '"rank_generators"' m1/checkpoint/trainer_state.json || fail "the checkpoint lacks the ranks' generators"
 out="$(mpi -np 2 "$attend" train --data a.tsv "${small[@]}" --max-steps 8 --out m1 --resume </dev/null 2>&1)" ||
