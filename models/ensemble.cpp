@@ -34,10 +34,10 @@ void expand_rows(Seq2Seq& model, Seq2Seq::Encoded& enc, const std::vector<std::i
 }
 
 // log sum_v e^(z_v) = m + log sum_v e^(z_v - m), the log-normaliser of
-// log_softmax: log p_v = z_v - it. In double for float64 models, so that the
-// exhaustive-search tests (float64) hold beam search to 1e-12.
-double log_normaliser(const double* z, std::int64_t V) {
-  const double m = *std::max_element(z, z + V);
+// log_softmax (log p_v = z_v - it), given m = max_v z_v. In double for
+// float64 models, so that the exhaustive-search tests (float64) hold beam
+// search to 1e-12.
+double log_normaliser(const double* z, std::int64_t V, double m) {
   double total = 0;
   for (std::int64_t v = 0; v < V; ++v) total += std::exp(z[v] - m);
   return m + std::log(total);
@@ -46,15 +46,14 @@ double log_normaliser(const double* z, std::int64_t V) {
 // The same for float32 logits, which decoding spent a third of its time turning
 // into doubles and passing through libm's exp: the sum of e^(z_u - m) is formed
 // by the vectorised float exp (relative error ~1e-7, summed in double).
-double log_normaliser(const float* z, std::int64_t V) {
-  const float m = fast_math::max(z, V);
+double log_normaliser(const float* z, std::int64_t V, float m) {
   return static_cast<double>(m) + std::log(fast_math::exp_shifted_sum(z, m, nullptr, V));
 }
 
 // out[v] = log p_v (the first model of an ensemble) or out[v] += log p_v (the others).
 template <class T>
 void put_log_softmax(const T* z, std::int64_t V, bool add, double* out) {
-  const double log_norm = log_normaliser(z, V);
+  const double log_norm = log_normaliser(z, V, fast_math::max(z, V));
   for (std::int64_t v = 0; v < V; ++v) out[v] = (add ? out[v] : 0.0) + (static_cast<double>(z[v]) - log_norm);
 }
 
@@ -124,8 +123,12 @@ DecoderEnsemble::Output& DecoderEnsemble::step(const std::vector<std::int64_t>& 
   out.vocab = V;
   const bool one = members_.size() == 1;
   // Both buffers are the same size at every step: no new memory.
-  if (one) out.log_norm.resize(static_cast<std::size_t>(N));
-  else out.log_probs.resize(static_cast<std::size_t>(N * V));
+  if (one) {
+    out.log_norm.resize(static_cast<std::size_t>(N));
+    out.row_max.resize(static_cast<std::size_t>(N));
+  } else {
+    out.log_probs.resize(static_cast<std::size_t>(N * V));
+  }
   if (attending_ > 0) out.weights.assign(static_cast<std::size_t>(N * S), 0.0);
   for (std::size_t i = 0; i < members_.size(); ++i) {
     Member& m = members_[i];
@@ -138,8 +141,13 @@ DecoderEnsemble::Output& DecoderEnsemble::step(const std::vector<std::int64_t>& 
       dispatch(logits.dtype(), [&](auto zero) {
         using T = decltype(zero);
         const T* z = logits.data<T>() + r * V;
-        if (one) out.log_norm[r] = log_normaliser(z, V);
-        else put_log_softmax(z, V, add, out.log_probs.data() + r * V);
+        if (one) {
+          const T m = fast_math::max(z, V);  // kept: greedy's best token is the first z_v equal to it
+          out.row_max[r] = m;
+          out.log_norm[r] = log_normaliser(z, V, m);
+        } else {
+          put_log_softmax(z, V, add, out.log_probs.data() + r * V);
+        }
       });
     }
     if (one) out.logits = logits;
@@ -174,7 +182,10 @@ void DecoderEnsemble::Output::exclude(std::int64_t row, std::int64_t token) {
   }
   dispatch(logits.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    logits.data<T>()[row * vocab + token] = -std::numeric_limits<T>::infinity();
+    T& z = logits.data<T>()[row * vocab + token];
+    if (static_cast<double>(z) == row_max[static_cast<std::size_t>(row)])
+      row_max[static_cast<std::size_t>(row)] = std::numeric_limits<double>::quiet_NaN();  // the max may be gone
+    z = -std::numeric_limits<T>::infinity();
   });
 }
 
@@ -182,7 +193,12 @@ std::int64_t DecoderEnsemble::Output::best_token(std::int64_t row) const {
   if (!logits.defined()) return attend::best_token(log_probs.data() + row * vocab, vocab);
   return dispatch(logits.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    return attend::best_token(logits.data<T>() + row * vocab, vocab);
+    const T* z = logits.data<T>() + row * vocab;
+    const double m = row_max[static_cast<std::size_t>(row)];
+    if (std::isnan(m)) return attend::best_token(z, vocab);
+    for (std::int64_t v = 0; v < vocab; ++v)  // the first of the largest, as best_token finds it
+      if (static_cast<double>(z[v]) == m) return v;
+    return std::int64_t{0};  // every z_v NaN (m is then -inf)
   });
 }
 

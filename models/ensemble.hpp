@@ -32,6 +32,7 @@ class DecoderEnsemble {
   struct Output {
     Tensor logits;                  // one model: (N, V), the model's dtype
     std::vector<double> log_norm;   // one model: (N), m + log sum_v e^(z_v - m)
+    std::vector<double> row_max;    // one model: (N), m = max_v z_v (NaN passed over), or NaN once unknown
     std::vector<double> log_probs;  // an ensemble: (N, V)
     std::vector<double> weights;    // (N, S) mean attention weights; empty when no model has attention
     std::int64_t vocab = 0;

@@ -45,32 +45,6 @@ double block_max(const float* x) {
 #endif
 }
 
-// Whether any of x[0], ..., x[7] is at least `bound` (never for NaN).
-bool any_at_least(const double* x, double bound) {
-#if defined(__SSE2__)
-  const __m128d b = _mm_set1_pd(bound);
-  const __m128d low = _mm_or_pd(_mm_cmpge_pd(_mm_loadu_pd(x), b), _mm_cmpge_pd(_mm_loadu_pd(x + 2), b));
-  const __m128d high = _mm_or_pd(_mm_cmpge_pd(_mm_loadu_pd(x + 4), b), _mm_cmpge_pd(_mm_loadu_pd(x + 6), b));
-  return _mm_movemask_pd(_mm_or_pd(low, high)) != 0;
-#else
-  bool any = false;
-  for (int j = 0; j < kBlock; ++j) any |= x[j] >= bound;
-  return any;
-#endif
-}
-
-// `bound` is a float's value (a block maximum), so comparing in float is exact.
-bool any_at_least(const float* x, double bound) {
-#if defined(__SSE2__)
-  const __m128 b = _mm_set1_ps(static_cast<float>(bound));
-  return _mm_movemask_ps(_mm_or_ps(_mm_cmpge_ps(_mm_loadu_ps(x), b), _mm_cmpge_ps(_mm_loadu_ps(x + 4), b))) != 0;
-#else
-  bool any = false;
-  for (int j = 0; j < kBlock; ++j) any |= x[j] >= bound;
-  return any;
-#endif
-}
-
 // Tokens are offered in rising id, so a token beats the worst one kept exactly
 // when its log p is higher. Most tokens need not be offered at all: the
 // `keep`-th largest of the blocks' maxima is `keep` different tokens' log p, so
@@ -92,28 +66,26 @@ void best_tokens_of(const T* logp, std::int64_t V, std::int64_t keep, std::vecto
     top.insert(std::upper_bound(top.begin(), top.end(), v, better), v);
   };
   const std::int64_t blocks = V / kBlock;
-  double bound = kMinusInf;
-  if (blocks >= keep) {
-    // The best `keep` maxima, largest first, by insertion: after the first
-    // blocks few maxima get in, so this is cheaper than std::nth_element
-    // (which took most of this function's time at V = 1000).
-    scratch.resize(static_cast<std::size_t>(keep));
-    double* best = scratch.data();
-    std::int64_t n = 0;
-    for (std::int64_t i = 0; i < blocks; ++i) {
-      const double m = block_max(logp + i * kBlock);  // never NaN
-      if (n == keep) {
-        if (!(m > best[n - 1])) continue;
-        --n;
-      }
-      std::int64_t j = n++;
-      for (; j > 0 && best[j - 1] < m; --j) best[j] = best[j - 1];
-      best[j] = m;
+  scratch.resize(static_cast<std::size_t>(keep + blocks));
+  double* best = scratch.data();  // the best `keep` maxima so far, largest first
+  double* maxima = best + keep;   // (blocks)
+  // The best maxima by insertion: after the first blocks few get in, so this
+  // is cheaper than std::nth_element (which took most of this function's time
+  // at V = 1000).
+  std::int64_t n = 0;
+  for (std::int64_t i = 0; i < blocks; ++i) {
+    const double m = maxima[i] = block_max(logp + i * kBlock);  // never NaN
+    if (n == keep) {
+      if (!(m > best[n - 1])) continue;
+      --n;
     }
-    bound = best[keep - 1];
+    std::int64_t j = n++;
+    for (; j > 0 && best[j - 1] < m; --j) best[j] = best[j - 1];
+    best[j] = m;
   }
+  const double bound = n == keep ? best[keep - 1] : kMinusInf;
   for (std::int64_t i = 0; i < blocks; ++i)
-    if (any_at_least(logp + i * kBlock, bound))
+    if (maxima[i] >= bound)
       for (std::int64_t v = i * kBlock; v < (i + 1) * kBlock; ++v) offer(v);
   for (std::int64_t v = blocks * kBlock; v < V; ++v) offer(v);
 }
