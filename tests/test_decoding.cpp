@@ -6,6 +6,7 @@
 #include <memory>
 #include <numeric>
 
+#include "autograd/grad_mode.hpp"
 #include "models/decoding.hpp"
 #include "models/seq2seq.hpp"
 
@@ -13,24 +14,24 @@ using namespace attend;
 
 namespace {
 
-std::unique_ptr<Seq2Seq> eos_loving_model(Generator& init) {
+std::unique_ptr<Seq2Seq> eos_loving_model(Generator& init, DType dtype = Float64) {
   Seq2SeqConfig c;
   c.source_vocab = 7;
   c.target_vocab = 7;
   c.embed = 3;
   c.hidden = 3;
   c.attention = AttentionKind::Additive;
-  auto model = std::make_unique<Seq2Seq>(c, init, Float64);
+  auto model = std::make_unique<Seq2Seq>(c, init, dtype);
   // A large output bias on </s>: left alone, the model ends every sentence at once.
   model->project.bias.set({Vocabulary::kEos}, 50.0);
   model->eval();
   return model;
 }
 
-Batch two_sentences() {
+Batch two_sentences(DType dtype = Float64) {
   std::vector<EncodedPair> data = {{{4, 5, 6}, {5}}, {{6}, {4}}};  // source lengths 3 and 1
   BatchOptions o;
-  o.mask_dtype = Float64;
+  o.mask_dtype = dtype;
   const std::vector<std::int64_t> ids = {0, 1};
   return make_batch(data, ids, o);
 }
@@ -38,12 +39,16 @@ Batch two_sentences() {
 }  // namespace
 
 TEST_CASE("stop_at_eos false: no </s>, exactly max_len_a * length + max_len_b tokens, greedy and beam") {
-  Generator init(7);
-  std::unique_ptr<Seq2Seq> model_ptr = eos_loving_model(init);
-  Seq2Seq& model = *model_ptr;
-  Batch batch = two_sentences();
-  for (std::int64_t beam : {1, 3}) {
+  // Both dtypes: float32 decoding reads its logits directly, and </s> being the
+  // row's maximum is what greedy decoding must forget when it is excluded.
+  for (const std::int64_t beam : {1, 3})
+  for (const DType dtype : {Float64, Float32}) {
     CAPTURE(beam);
+    CAPTURE(dtype);
+    Generator init(7);
+    std::unique_ptr<Seq2Seq> model_ptr = eos_loving_model(init, dtype);
+    Seq2Seq& model = *model_ptr;
+    Batch batch = two_sentences(dtype);
     DecodeOptions o;
     o.beam = beam;
     o.max_len_a = 1.5;
@@ -61,5 +66,43 @@ TEST_CASE("stop_at_eos false: no </s>, exactly max_len_a * length + max_len_b to
       CHECK(h.attention.size() == h.tokens.size());
       CHECK(std::isfinite(h.log_prob));
     }
+  }
+}
+
+// The oracle: the model stepped by hand (encode, step, model.logits, </s> set
+// to -inf, the first largest logit), against greedy decoding, whose float32
+// path reads its logits through a transposed weight and a kept row maximum.
+TEST_CASE("greedy decoding without </s> equals stepping the model by hand, </s> the largest logit throughout") {
+  for (const DType dtype : {Float64, Float32}) {
+    CAPTURE(dtype);
+    Generator init(9);
+    std::unique_ptr<Seq2Seq> model_ptr = eos_loving_model(init, dtype);
+    Seq2Seq& model = *model_ptr;
+    const Batch batch = two_sentences(dtype);
+    DecodeOptions o;
+    o.max_len_a = 0;
+    o.max_len_b = 4;
+    o.stop_at_eos = false;
+    const std::vector<Hypothesis> greedy = translate(model, batch, o);
+
+    NoGradGuard no_grad;
+    Seq2Seq::Encoded enc = model.encode(batch.source, batch.source_lengths, batch.source_mask);
+    Seq2Seq::State state = model.initial_state(enc);
+    std::vector<std::int64_t> previous(2, Vocabulary::kBos);
+    std::vector<std::vector<std::int64_t>> expected(2);
+    for (int t = 0; t < 4; ++t) {
+      Seq2Seq::Step step = model.step(enc, Indices(previous), state);
+      state = step.state;
+      const std::vector<double> z = model.logits(step.attentional).to(Float64).to_vector();  // (2, V)
+      for (std::size_t b = 0; b < 2; ++b) {
+        std::vector<double> row(z.begin() + static_cast<std::ptrdiff_t>(b * 7), z.begin() + static_cast<std::ptrdiff_t>(b * 7 + 7));
+        CHECK(std::max_element(row.begin(), row.end()) - row.begin() == Vocabulary::kEos);  // what is excluded is the max
+        row[Vocabulary::kEos] = -INFINITY;
+        previous[b] = std::max_element(row.begin(), row.end()) - row.begin();
+        expected[b].push_back(previous[b]);
+      }
+    }
+    CHECK(greedy[0].tokens == expected[0]);
+    CHECK(greedy[1].tokens == expected[1]);
   }
 }
