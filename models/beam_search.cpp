@@ -68,6 +68,26 @@ struct Candidate {
   std::int64_t row, token;
 };
 
+// A finished hypothesis, scored, read back from the trellis only if it makes
+// the n-best list: at the last step every candidate finishes (K rows x 2K
+// tokens per sentence), and reading them all was a tenth of beam search's time.
+struct Finished {
+  std::int64_t node;
+  double log_prob, length_penalty, coverage_penalty, score;
+};
+
+// Scored as score_hypothesis scores the hypothesis, which is read from the
+// trellis here only for the coverage penalty (its attention rows).
+Finished finish(const Trellis& trellis, const Beam& beam, std::int64_t source_length, const DecodeOptions& options) {
+  Finished f{beam.node, beam.log_prob, 0, 0, 0};
+  f.length_penalty = length_penalty_value(options.length_penalty, options.length_alpha, beam.length);
+  if (options.coverage_beta != 0)
+    f.coverage_penalty =
+        coverage_penalty_value(options.coverage_beta, trellis.read(beam.node, beam.log_prob).attention, source_length);
+  f.score = f.log_prob / f.length_penalty + f.coverage_penalty;
+  return f;
+}
+
 // Whether sentence b's search can stop: when nothing is live, or when at least
 // K hypotheses are finished and no live beam can end up scoring above the
 // n-th best of them (so the n-best list cannot change any more).
@@ -79,13 +99,13 @@ struct Candidate {
 // whatever the beam still attends to, so it adds 0 to the bound. It would be
 // tighter to add the beam's current coverage, which only rises toward 0 as
 // rows of weights are added, but 0 is the simple bound that stays true.
-bool sentence_done(const std::vector<Hypothesis>& finished, const std::vector<Beam>& next, std::int64_t first_row,
+bool sentence_done(const std::vector<Finished>& finished, const std::vector<Beam>& next, std::int64_t first_row,
                    std::int64_t live, std::int64_t limit, const DecodeOptions& options, bool early_stop) {
   if (live == 0) return true;
   if (!early_stop) return false;
   if (static_cast<std::int64_t>(finished.size()) < options.beam) return false;
   std::vector<double> scores;
-  for (const Hypothesis& h : finished) scores.push_back(h.score);
+  for (const Finished& h : finished) scores.push_back(h.score);
   const auto n = static_cast<std::ptrdiff_t>(options.n_best - 1);
   std::nth_element(scores.begin(), scores.begin() + n, scores.end(), std::greater<>());
   const double nth_best = scores[static_cast<std::size_t>(n)];
@@ -112,7 +132,7 @@ std::vector<std::vector<Hypothesis>> beam_search_n_best(std::span<Seq2Seq* const
 
   std::vector<Beam> beams(static_cast<std::size_t>(B * K));
   for (std::int64_t r = 0; r < B * K; ++r) beams[r].log_prob = r % K == 0 ? 0.0 : kDead;  // one live beam at first
-  std::vector<std::vector<Hypothesis>> finished(static_cast<std::size_t>(B));
+  std::vector<std::vector<Finished>> finished(static_cast<std::size_t>(B));
   std::vector<bool> done(static_cast<std::size_t>(B), false);
   std::vector<std::int64_t> previous(static_cast<std::size_t>(B * K), Vocabulary::kBos);
   std::vector<bool> wanted(static_cast<std::size_t>(B * K));
@@ -149,9 +169,7 @@ std::vector<std::vector<Hypothesis>> beam_search_n_best(std::span<Seq2Seq* const
         const double* weights = step.weights.empty() ? nullptr : step.weights.data() + c.row * S;
         const Beam beam{c.log_prob, trellis.add(parent.node, c.token, weights, batch.source_lengths[b]), parent.length + 1};
         if (c.token == Vocabulary::kEos || beam.length >= limit[b]) {
-          Hypothesis h = trellis.read(beam.node, beam.log_prob);
-          score_hypothesis(h, batch.source_lengths[b], options);
-          finished[b].push_back(std::move(h));
+          finished[b].push_back(finish(trellis, beam, batch.source_lengths[b], options));
           continue;
         }
         parents[b * K + live] = c.row;
@@ -175,16 +193,23 @@ std::vector<std::vector<Hypothesis>> beam_search_n_best(std::span<Seq2Seq* const
   }
   std::vector<std::vector<Hypothesis>> out(static_cast<std::size_t>(B));
   for (std::int64_t b = 0; b < B; ++b) {
-    std::vector<Hypothesis>& list = finished[b];
+    std::vector<Finished>& list = finished[b];
     if (list.empty()) {  // only when no token had a finite log-probability (a model with NaN weights)
       Hypothesis empty{{}, {}, kDead};
       score_hypothesis(empty, batch.source_lengths[b], options);
-      list.push_back(std::move(empty));
+      out[b].push_back(std::move(empty));
+      continue;
     }
     // Best first; among equal scores, the one finished first.
-    std::stable_sort(list.begin(), list.end(), [](const Hypothesis& x, const Hypothesis& y) { return x.score > y.score; });
+    std::stable_sort(list.begin(), list.end(), [](const Finished& x, const Finished& y) { return x.score > y.score; });
     if (static_cast<std::int64_t>(list.size()) > options.n_best) list.resize(static_cast<std::size_t>(options.n_best));
-    out[b] = std::move(list);
+    for (const Finished& f : list) {
+      Hypothesis h = trellis.read(f.node, f.log_prob);
+      h.length_penalty = f.length_penalty;
+      h.coverage_penalty = f.coverage_penalty;
+      h.score = f.score;
+      out[b].push_back(std::move(h));
+    }
   }
   return out;
 }
