@@ -86,8 +86,10 @@ void best_tokens_of(const T* logp, std::int64_t V, std::int64_t keep, std::vecto
   const double bound = n == keep ? best[keep - 1] : kMinusInf;
   for (std::int64_t i = 0; i < blocks; ++i)
     if (maxima[i] >= bound)
-      for (std::int64_t v = i * kBlock; v < (i + 1) * kBlock; ++v) offer(v);
-  for (std::int64_t v = blocks * kBlock; v < V; ++v) offer(v);
+      for (std::int64_t v = i * kBlock; v < (i + 1) * kBlock; ++v)
+        if (logp[v] >= bound) offer(v);  // below it, never in the answer
+  for (std::int64_t v = blocks * kBlock; v < V; ++v)
+    if (logp[v] >= bound) offer(v);
 }
 
 }  // namespace
