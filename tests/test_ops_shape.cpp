@@ -65,11 +65,14 @@ TEST_CASE("transpose: hand-computed values") {
 }
 
 TEST_CASE("transpose: matrices over several 16 x 16 tiles, with ragged edges, values and gradient") {
-  // A plain matrix transpose runs in tiles (autograd/shape.cpp); these shapes
-  // cross tile edges in both directions and end mid-tile.
-  for (const Shape& shape : {Shape{37, 21}, Shape{3, 40, 17}, Shape{16, 16}, Shape{1, 50}}) {
+  // A plain matrix transpose runs in tiles (autograd/shape.cpp), float32 in
+  // 4 x 4 SSE blocks inside them; these shapes cross tile and block edges in
+  // both directions and end mid-tile and mid-block.
+  for (const DType dtype : {Float64, Float32})
+  for (const Shape& shape : {Shape{37, 21}, Shape{3, 40, 17}, Shape{16, 16}, Shape{1, 50}, Shape{6, 5}, Shape{4, 8}}) {
     CAPTURE(shape);
-    Tensor x = randn(shape, 7).requires_grad_();
+    CAPTURE(dtype);
+    Tensor x = randn(shape, 7, dtype).requires_grad_();
     Tensor y = transpose(x, -2, -1);
     const std::int64_t A = shape[shape.rank() - 2], B = shape[shape.rank() - 1], n = x.numel() / (A * B);
     const std::vector<double> xv = x.to_vector(), yv = y.to_vector();
@@ -78,7 +81,7 @@ TEST_CASE("transpose: matrices over several 16 x 16 tiles, with ragged edges, va
       for (std::int64_t i = 0; i < A; ++i)
         for (std::int64_t j = 0; j < B; ++j) same = same && yv[(o * B + j) * A + i] == xv[(o * A + i) * B + j];
     CHECK(same);
-    const Tensor dy = randn(y.shape(), 8);
+    const Tensor dy = randn(y.shape(), 8, dtype);
     y.backward(dy);
     CHECK(max_abs_diff(x.grad(), transpose(dy, -2, -1)) == 0);  // dx = dy^T, each element once
   }
