@@ -195,10 +195,7 @@ std::int64_t DecoderEnsemble::Output::best_token(std::int64_t row) const {
     using T = decltype(zero);
     const T* z = logits.data<T>() + row * vocab;
     const double m = row_max[static_cast<std::size_t>(row)];
-    if (std::isnan(m)) return attend::best_token(z, vocab);
-    for (std::int64_t v = 0; v < vocab; ++v)  // the first of the largest, as best_token finds it
-      if (static_cast<double>(z[v]) == m) return v;
-    return std::int64_t{0};  // every z_v NaN (m is then -inf)
+    return std::isnan(m) ? attend::best_token(z, vocab) : attend::best_token(z, vocab, m);
   });
 }
 

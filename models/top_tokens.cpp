@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <numeric>
 
 #include "core/fast_math.hpp"
 
@@ -103,18 +102,20 @@ void best_tokens(const float* logp, std::int64_t V, std::int64_t keep, std::vect
   best_tokens_of(logp, V, keep, top, scratch);
 }
 
-std::int64_t best_token(const double* logp, std::int64_t V) {
-  const double m = fast_math::max(logp, V);
+namespace {
+// The first v with logp[v] == m (the row's largest value, NaN passed over); 0 if none (every one NaN).
+template <class T>
+std::int64_t first_equal(const T* logp, std::int64_t V, double m) {
   for (std::int64_t v = 0; v < V; ++v)
-    if (logp[v] == m) return v;
+    if (static_cast<double>(logp[v]) == m) return v;
   return 0;
 }
-std::int64_t best_token(const float* logp, std::int64_t V) {
-  const float m = fast_math::max(logp, V);
-  for (std::int64_t v = 0; v < V; ++v)
-    if (logp[v] == m) return v;
-  return 0;
-}
+}  // namespace
+
+std::int64_t best_token(const double* logp, std::int64_t V) { return first_equal(logp, V, fast_math::max(logp, V)); }
+std::int64_t best_token(const float* logp, std::int64_t V) { return first_equal(logp, V, fast_math::max(logp, V)); }
+std::int64_t best_token(const double* logp, std::int64_t V, double max) { return first_equal(logp, V, max); }
+std::int64_t best_token(const float* logp, std::int64_t V, double max) { return first_equal(logp, V, max); }
 
 std::vector<std::int64_t> best_tokens_by_sorting(const double* logp, std::int64_t V, std::int64_t keep) {
   std::vector<std::int64_t> ids;

@@ -25,5 +25,8 @@ std::vector<std::int64_t> best_tokens_by_sorting(const double* logp, std::int64_
 // which was a tenth of greedy decoding's time at config S.
 std::int64_t best_token(const double* logp, std::int64_t V);
 std::int64_t best_token(const float* logp, std::int64_t V);
+// The same when the row's largest value (fast_math::max of it) is known: one pass.
+std::int64_t best_token(const double* logp, std::int64_t V, double max);
+std::int64_t best_token(const float* logp, std::int64_t V, double max);
 
 }  // namespace attend
