@@ -2,8 +2,12 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <map>
+#include <mutex>
+#include <tuple>
 
 #include "core/error.hpp"
 
@@ -24,13 +28,25 @@ std::atomic<bool> timing{false};
 std::atomic<std::int64_t> timed_calls{0};
 std::atomic<double> timed_seconds{0}, timed_flops{0};
 
+// Per shape: (trans_a, trans_b, m, n, k) -> calls and seconds. Locked, as
+// calls may come from several threads; only touched while timing is on.
+using ShapeKey = std::tuple<bool, bool, std::int64_t, std::int64_t, std::int64_t>;
+std::mutex shapes_mutex;
+std::map<ShapeKey, GemmShapeStats> shapes;
+
 // Runs one product, timed when timing is on.
 template <class F>
-void timed(std::int64_t m, std::int64_t n, std::int64_t k, F&& product) {
+void timed(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, F&& product) {
   if (!timing.load(std::memory_order_relaxed)) return product();
   const auto t0 = std::chrono::steady_clock::now();
   product();
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  {
+    const std::lock_guard lock(shapes_mutex);
+    GemmShapeStats& shape = shapes[ShapeKey{trans_a, trans_b, m, n, k}];
+    shape.calls += 1;
+    shape.seconds += s;
+  }
   timed_calls.fetch_add(1, std::memory_order_relaxed);
   timed_seconds.fetch_add(s, std::memory_order_relaxed);
   timed_flops.fetch_add(2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k),
@@ -39,19 +55,36 @@ void timed(std::int64_t m, std::int64_t n, std::int64_t k, F&& product) {
 }  // namespace
 
 void set_gemm_timing(bool on) {
+  timing = on;
+  if (!on) return;  // the counts stay readable until timing starts again
   timed_calls = 0;
   timed_seconds = 0;
   timed_flops = 0;
-  timing = on;
+  const std::lock_guard lock(shapes_mutex);
+  shapes.clear();
 }
 
 GemmStats gemm_stats() { return {timed_calls.load(), timed_seconds.load(), timed_flops.load()}; }
+
+std::vector<GemmShapeStats> gemm_shape_stats() {
+  std::vector<GemmShapeStats> out;
+  {
+    const std::lock_guard lock(shapes_mutex);
+    for (const auto& [key, stats] : shapes) {
+      GemmShapeStats shape = stats;
+      std::tie(shape.trans_a, shape.trans_b, shape.m, shape.n, shape.k) = key;
+      out.push_back(shape);
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const GemmShapeStats& a, const GemmShapeStats& b) { return a.seconds > b.seconds; });
+  return out;
+}
 
 void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
           const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
           std::int64_t ldc) {
   if (empty_product(m, n, k, beta, c, ldc)) return;
-  timed(m, n, k, [&] {
+  timed(trans_a, trans_b, m, n, k, [&] {
     cblas_sgemm(CblasRowMajor, op(trans_a), op(trans_b), static_cast<blasint>(m), static_cast<blasint>(n),
                 static_cast<blasint>(k), alpha, a, static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta,
                 c, static_cast<blasint>(ldc));
@@ -62,7 +95,7 @@ void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64
           const double* a, std::int64_t lda, const double* b, std::int64_t ldb, double beta, double* c,
           std::int64_t ldc) {
   if (empty_product(m, n, k, beta, c, ldc)) return;
-  timed(m, n, k, [&] {
+  timed(trans_a, trans_b, m, n, k, [&] {
     cblas_dgemm(CblasRowMajor, op(trans_a), op(trans_b), static_cast<blasint>(m), static_cast<blasint>(n),
                 static_cast<blasint>(k), alpha, a, static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta,
                 c, static_cast<blasint>(ldc));

@@ -2,6 +2,7 @@
 // The one door to OpenBLAS: row-major GEMM, C = alpha * op(A) @ op(B) + beta * C,
 // where op(X) is X or X^T. Only core/blas.cpp includes cblas.h.
 #include <cstdint>
+#include <vector>
 
 namespace attend::blas {
 
@@ -21,8 +22,18 @@ struct GemmStats {
   double seconds = 0;
   double flops = 0;  // 2 m n k per call
 };
-void set_gemm_timing(bool on);  // turning it on starts the counts from zero
+void set_gemm_timing(bool on);  // on: counts start from zero; off: they stay readable
 GemmStats gemm_stats();
+
+// The same counts split by shape (attend bench --gemm-shapes): which products
+// take the time. `m n k` as in gemm, after op(); the most time first.
+struct GemmShapeStats {
+  bool trans_a = false, trans_b = false;
+  std::int64_t m = 0, n = 0, k = 0;
+  std::int64_t calls = 0;
+  double seconds = 0;
+};
+std::vector<GemmShapeStats> gemm_shape_stats();
 
 // OpenBLAS's thread count.
 void set_num_threads(int n);
