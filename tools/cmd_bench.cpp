@@ -33,6 +33,7 @@ struct BenchFlags {
   std::int64_t decode_steps = 0;  // 0: tgt_len
   std::int64_t beam = 5;
   int decode_runs = 0;            // 0: max(3, steps / 4)
+  int gemm_shapes = 0;            // print the N GEMM shapes that take the most time
   bool train = true, decode = true;
   std::uint64_t seed = 1;
 };
@@ -131,6 +132,8 @@ void print_times(const char* what, const Summary& s, double tokens, const std::s
 struct Timed {
   std::string what;  // "train step", "greedy", "beam K=5"
   double median = 0, flops = 0, gemm_seconds = 0, gemm_calls = 0;
+  std::vector<blas::GemmShapeStats> shapes{};  // totals over `runs`, the most time first
+  int runs = 1;
 };
 
 // Averages per run of the GEMM counts since the last set_gemm_timing(true).
@@ -139,6 +142,25 @@ void take_gemm_stats(Timed& t, int runs) {
   blas::set_gemm_timing(false);
   t.gemm_seconds = g.seconds / runs;
   t.gemm_calls = static_cast<double>(g.calls) / runs;
+  t.shapes = blas::gemm_shape_stats();
+  t.runs = runs;
+}
+
+// The GEMM shapes that take the most time, per run: where the products' time goes.
+void print_gemm_shapes(const Timed& t, int count) {
+  fmt::print("GEMM shapes  {}: the {} that take the most time (per {})\n", t.what,
+             std::min<std::size_t>(static_cast<std::size_t>(count), t.shapes.size()),
+             t.what == "train step" ? "step" : "run");
+  fmt::print("             {:>2} {:>2} {:>6} {:>6} {:>6}  {:>7}  {:>8}  {:>6}  {:>9}\n", "tA", "tB", "m", "n", "k",
+             "calls", "ms", "share", "GFLOP/s");
+  for (std::size_t i = 0; i < t.shapes.size() && i < static_cast<std::size_t>(count); ++i) {
+    const blas::GemmShapeStats& g = t.shapes[i];
+    const double flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k) *
+                         static_cast<double>(g.calls);
+    fmt::print("             {:>2} {:>2} {:>6} {:>6} {:>6}  {:>7.1f}  {:>8.3f}  {:>5.1f}%  {:>9.1f}\n", g.trans_a ? "T" : "N",
+               g.trans_b ? "T" : "N", g.m, g.n, g.k, static_cast<double>(g.calls) / t.runs, g.seconds / t.runs * 1e3,
+               100 * g.seconds / t.runs / t.median, flops / 1e9 / std::max(g.seconds, 1e-12));
+  }
 }
 
 Timed bench_training(const BenchFlags& f, Seq2Seq& model, const Batch& batch) {
@@ -258,6 +280,8 @@ void run_bench(const BenchFlags& f) {
   else
     fmt::print("sgemm        512x512x512 {:.1f} GFLOP/s, measured in this run\n", sgemm);
   print_gemm_lines(sgemm, timed);
+  if (f.gemm_shapes > 0)
+    for (const Timed& t : timed) print_gemm_shapes(t, f.gemm_shapes);
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   fmt::print("peak RSS     {:.0f} MB\n", static_cast<double>(usage.ru_maxrss) / 1024);
@@ -291,6 +315,9 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--decode-runs", f->decode_runs, "Timed decoding runs of each kind (0: max(3, steps / 4))")
       ->check(check::integer(0, 1000000))
+      ->capture_default_str();
+  cmd->add_option("--gemm-shapes", f->gemm_shapes, "Also print the N GEMM shapes that take the most time")
+      ->check(check::integer(0, 1000))
       ->capture_default_str();
   cmd->add_flag("!--no-train", f->train, "Skip the training steps (time decoding only)");
   cmd->add_flag("!--no-decode", f->decode, "Skip decoding (time training only)");

@@ -1,0 +1,134 @@
+// `attend bench` as a user runs it, on a tiny model: it times what it says it
+// times, and --gemm-shapes lists where the matrix products' time goes, with
+// numbers that agree with the totals. Speed itself is never asserted here
+// (benchmarks measure speed; tests check that the report is sound).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/cli_child.hpp"
+
+using attend::testing::attend_cli;
+using attend::testing::contains;
+using attend::testing::Scratch;
+
+namespace {
+
+const std::vector<std::string> kTiny = {"bench",   "--embed",      "4", "--hidden",   "6", "--batch",
+                                        "2",       "--src-len",    "3", "--tgt-len",  "4", "--vocab",
+                                        "12",      "--steps",      "2", "--warmup",   "1", "--decode-runs",
+                                        "2",       "--threads",    "1"};
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+struct ShapeRow {
+  std::string ta, tb;
+  long m = 0, n = 0, k = 0;
+  double calls = 0, ms = 0, share = 0, gflops = 0;
+};
+
+// The rows under "GEMM shapes  WHAT: ...", up to the next line that is not a row.
+std::vector<ShapeRow> shape_rows(const std::vector<std::string>& lines, const std::string& what) {
+  std::vector<ShapeRow> rows;
+  std::size_t i = 0;
+  while (i < lines.size() && lines[i].rfind("GEMM shapes  " + what + ":", 0) != 0) ++i;
+  REQUIRE_MESSAGE(i < lines.size(), "no GEMM shapes section for " << what);
+  REQUIRE(i + 1 < lines.size());
+  CHECK(contains(lines[i + 1], "tA tB"));
+  for (i += 2; i < lines.size(); ++i) {
+    std::istringstream in(lines[i]);
+    ShapeRow r;
+    std::string share;
+    if (!(in >> r.ta >> r.tb >> r.m >> r.n >> r.k >> r.calls >> r.ms >> share >> r.gflops)) break;
+    REQUIRE(share.back() == '%');
+    r.share = std::stod(share.substr(0, share.size() - 1));
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+// "in sgemm     train step 0.12 ms (34% of the time, ..), greedy ..": the share
+// of WHAT's time spent in GEMM, in percent.
+double in_sgemm_share(const std::string& out, const std::string& what) {
+  const std::size_t line = out.find("in sgemm ");
+  REQUIRE(line != std::string::npos);
+  const std::size_t at = out.find(what + " ", line);
+  REQUIRE(at != std::string::npos);
+  const std::size_t open = out.find('(', at);
+  REQUIRE(open != std::string::npos);
+  return std::stod(out.substr(open + 1));
+}
+
+}  // namespace
+
+TEST_CASE("bench --gemm-shapes lists where the products' time goes, adding up to the totals") {
+  Scratch s;
+  std::vector<std::string> args = kTiny;
+  args.insert(args.end(), {"--gemm-shapes", "1000"});  // all of them
+  const auto r = attend_cli(s, args, "", 300);
+  INFO(r.err);
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  const std::vector<std::string> lines = lines_of(r.out);
+  for (const std::string what : {"train step", "greedy", "beam K=5"}) {
+    CAPTURE(what);
+    const std::vector<ShapeRow> rows = shape_rows(lines, what);
+    REQUIRE(rows.size() >= 3);  // encoder gates, decoder gates, output projection at least
+    double share = 0;
+    bool gates = false, projection = false;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const ShapeRow& row = rows[i];
+      CHECK((row.ta == "N" || row.ta == "T"));
+      CHECK((row.tb == "N" || row.tb == "T"));
+      CHECK(row.m > 0);
+      CHECK(row.n > 0);
+      CHECK(row.k > 0);
+      CHECK(row.calls > 0);
+      CHECK(row.gflops > 0);
+      if (i > 0) CHECK(row.ms <= rows[i - 1].ms + 1e-3);  // the most time first (3 decimals printed)
+      share += row.share;
+      // No product of this model is wider than the gates, 4 H = 24, or longer than
+      // the beam's rows, 5 K x 2 sentences.
+      CHECK(std::max({row.m, row.n, row.k}) <= 24);
+      gates = gates || row.n == 24 || row.m == 24;  // x @ W^T, or dgates^T @ x for dW
+      projection = projection || row.n == 12 || row.m == 12;  // onto the 12 words of the vocabulary
+    }
+    CHECK(gates);
+    CHECK(projection);
+    // The shapes split the total: their shares add up to the "in sgemm" share
+    // (each printed to 0.1%, the total to 1%).
+    const double total = in_sgemm_share(r.out, what);
+    CAPTURE(share);
+    CAPTURE(total);
+    CHECK(std::abs(share - total) <= 0.6 + 0.05 * static_cast<double>(rows.size()));
+  }
+}
+
+TEST_CASE("bench --gemm-shapes N stops at N; without it there is no table; --no-decode times training only") {
+  Scratch s;
+  std::vector<std::string> args = kTiny;
+  args.insert(args.end(), {"--no-decode", "--gemm-shapes", "2"});
+  auto r = attend_cli(s, args, "", 300);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(shape_rows(lines_of(r.out), "train step").size() == 2);
+  CHECK(contains(r.out, "GEMM shapes  train step: the 2 that take the most time (per step)"));
+  CHECK_FALSE(contains(r.out, "greedy"));
+  CHECK(contains(r.out, "the training step runs at"));
+
+  args = kTiny;
+  r = attend_cli(s, args, "", 300);
+  REQUIRE(r.exit_code == 0);
+  CHECK_FALSE(contains(r.out, "GEMM shapes"));
+  CHECK(contains(r.out, "beam K=5"));
+  CHECK(contains(r.out, "peak RSS"));
+}
