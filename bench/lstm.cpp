@@ -75,6 +75,7 @@ Times measure(nn::LSTM& lstm, const Tensor& x, const Tensor& r) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  bench::print_kernels();  // which kernels the products below run on
   std::vector<int> threads;
   for (int k = 1; k < argc; ++k) threads.push_back(std::atoi(argv[k]));
   if (threads.empty()) threads = {1, 2};

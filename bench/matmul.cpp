@@ -63,6 +63,7 @@ std::vector<Row> measure(const Tensor& a, const Tensor& b, const Tensor& a_grad)
 }  // namespace
 
 int main() {
+  bench::print_kernels();  // which kernels the products below run on
   Generator gen(0);
   Tensor a = normal({kN, kN}, 0, 1, gen);
   Tensor b = normal({kN, kN}, 0, 1, gen);

@@ -6,6 +6,10 @@
 #include <cstddef>
 #include <vector>
 
+#include <fmt/format.h>
+
+#include "core/blas.hpp"
+
 namespace attend::bench {
 
 inline double now_ns() {
@@ -17,5 +21,8 @@ inline double median(std::vector<double> v) {
   const std::size_t n = v.size();
   return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
+
+// "# OpenBLAS kernels Cooperlake (why)": which kernels the products ran on.
+inline void print_kernels() { fmt::print("# OpenBLAS kernels {}\n", blas::kernels_in_use()); }
 
 }  // namespace attend::bench

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -108,5 +109,37 @@ void set_num_threads(int n) {
 }
 
 int num_threads() { return openblas_get_num_threads(); }
+
+CpuVectors cpu_vectors() {
+  CpuVectors cpu;
+#if defined(__x86_64__)
+  // libgcc's checks include the OS's: AVX-512 counts only when XCR0 enables the ZMM state.
+  __builtin_cpu_init();
+  cpu.avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
+               __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+               __builtin_cpu_supports("avx512vl");
+#endif
+  return cpu;
+}
+
+std::string describe_kernels(const std::string& name, const std::string& config, const char* coretype,
+                             const CpuVectors& cpu) {
+  std::string text = name + " (";
+  text += coretype != nullptr ? "OPENBLAS_CORETYPE=" + std::string(coretype) : "OpenBLAS's own choice";
+  bool wide = false;
+  for (const char* avx512_kernels : {"SkylakeX", "Cooperlake", "SapphireRapids"}) wide = wide || name == avx512_kernels;
+  // Only a DYNAMIC_ARCH build holds other kernels to choose from.
+  if (cpu.avx512 && !wide && config.find("DYNAMIC_ARCH") != std::string::npos)
+    text += coretype != nullptr ? "; this CPU also runs OpenBLAS's AVX-512 kernels, up to twice as fast: "
+                                  "unset OPENBLAS_CORETYPE to let OpenBLAS choose, or set it to SkylakeX"
+                                : "; this CPU also runs OpenBLAS's AVX-512 kernels: OPENBLAS_CORETYPE=SkylakeX";
+  return text + ")";
+}
+
+std::string kernels_in_use() {
+  return describe_kernels(openblas_get_corename(), openblas_get_config(), std::getenv("OPENBLAS_CORETYPE"),
+                          cpu_vectors()) +
+         ": " + openblas_get_config();
+}
 
 }  // namespace attend::blas

@@ -2,6 +2,7 @@
 // The one door to OpenBLAS: row-major GEMM, C = alpha * op(A) @ op(B) + beta * C,
 // where op(X) is X or X^T. Only core/blas.cpp includes cblas.h.
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace attend::blas {
@@ -38,5 +39,25 @@ std::vector<GemmShapeStats> gemm_shape_stats();
 // OpenBLAS's thread count.
 void set_num_threads(int n);
 int num_threads();
+
+// OpenBLAS's kernels. A DYNAMIC_ARCH OpenBLAS (Debian's) picks its kernels
+// once, when it is loaded: by CPU, or as OPENBLAS_CORETYPE says. The choice
+// halves or doubles every product (sgemm on one Zen 5 core: Haswell's AVX2
+// kernels 107 GFLOP/s, Cooperlake's AVX-512 ones 210), so attend --version and
+// attend bench say which kernels run and why. attend never overrides the
+// variable: it is the user's (or the machine's) choice, and is reported as such.
+struct CpuVectors {
+  bool avx512 = false;  // F, CD, BW, DQ and VL, enabled by the OS: what OpenBLAS's SkylakeX kernels use
+};
+CpuVectors cpu_vectors();
+
+// "Haswell (OPENBLAS_CORETYPE=Haswell; this CPU also runs OpenBLAS's AVX-512
+// kernels, ...)": `name` and `config` as OpenBLAS reports them
+// (openblas_get_corename, openblas_get_config), `coretype` the variable or
+// nullptr when unset. The rule alone, without the machine, for tests.
+std::string describe_kernels(const std::string& name, const std::string& config, const char* coretype,
+                             const CpuVectors& cpu);
+// The same for this process: OpenBLAS's kernels, then its build configuration.
+std::string kernels_in_use();
 
 }  // namespace attend::blas

@@ -131,4 +131,5 @@ TEST_CASE("bench --gemm-shapes N stops at N; without it there is no table; --no-
   CHECK_FALSE(contains(r.out, "GEMM shapes"));
   CHECK(contains(r.out, "beam K=5"));
   CHECK(contains(r.out, "peak RSS"));
+  CHECK(contains(r.out, "\nOpenBLAS kernels "));  // which kernels the figures come from
 }

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "core/blas.hpp"
@@ -127,4 +128,28 @@ TEST_CASE("gemm timing counts calls and FLOPs, in total and per shape, only whil
   CHECK(blas::gemm_stats().calls == 0);
   CHECK(blas::gemm_shape_stats().empty());
   blas::set_gemm_timing(false);
+}
+
+TEST_CASE("describe_kernels says which kernels run, who chose them, and when the CPU could run wider ones") {
+  const std::string dynamic = "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH NO_AFFINITY Haswell MAX_THREADS=64";
+  const blas::CpuVectors avx512{true}, avx2{false};
+  // OpenBLAS's own choice on a CPU it knows: nothing to add.
+  CHECK(blas::describe_kernels("Cooperlake", dynamic, nullptr, avx512) == "Cooperlake (OpenBLAS's own choice)");
+  CHECK(blas::describe_kernels("Haswell", dynamic, nullptr, avx2) == "Haswell (OpenBLAS's own choice)");
+  // The variable is reported as the user's choice, and never second-guessed on a CPU without AVX-512.
+  CHECK(blas::describe_kernels("Haswell", dynamic, "Haswell", avx2) == "Haswell (OPENBLAS_CORETYPE=Haswell)");
+  CHECK(blas::describe_kernels("SkylakeX", dynamic, "SkylakeX", avx512) == "SkylakeX (OPENBLAS_CORETYPE=SkylakeX)");
+  // AVX2 kernels on an AVX-512 CPU: the report says how to get the wider ones.
+  const std::string forced = blas::describe_kernels("Haswell", dynamic, "Haswell", avx512);
+  CHECK(forced.rfind("Haswell (OPENBLAS_CORETYPE=Haswell; this CPU also runs OpenBLAS's AVX-512 kernels", 0) == 0);
+  CHECK(forced.find("unset OPENBLAS_CORETYPE") != std::string::npos);
+  const std::string unknown = blas::describe_kernels("Haswell", dynamic, nullptr, avx512);
+  CHECK(unknown.find("OPENBLAS_CORETYPE=SkylakeX") != std::string::npos);
+  // A single-target build holds no other kernels: no advice it could not follow.
+  CHECK(blas::describe_kernels("Haswell", "OpenBLAS 0.3.21 NO_AFFINITY HASWELL MAX_THREADS=64", nullptr, avx512) ==
+        "Haswell (OpenBLAS's own choice)");
+  // This process: the kernels OpenBLAS reports, then its configuration.
+  const std::string here = blas::kernels_in_use();
+  CHECK(here.find(" (") != std::string::npos);
+  CHECK(here.find("): OpenBLAS ") != std::string::npos);
 }

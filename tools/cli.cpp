@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "core/blas.hpp"
 #include "core/error.hpp"
 #include "core/printable.hpp"
 #include "core/storage.hpp"
@@ -38,10 +39,12 @@ int report(const std::string& message) {
 
 }  // namespace
 
+std::string blas_kernels_line() { return "OpenBLAS kernels " + blas::kernels_in_use(); }
+
 int run_cli(int argc, char** argv, const std::string& version) {
   memory::retain_freed_heap(std::size_t{32} << 20);  // see core/storage.hpp: decoding touched fresh pages every search
   CLI::App app{"attend: sequence-to-sequence models with attention, from scratch, on a CPU"};
-  app.set_version_flag("--version", "attend " + version);
+  app.set_version_flag("--version", "attend " + version + "\n" + blas_kernels_line());
   app.require_subcommand(1);
   // A bad command line reads like every other error.
   app.failure_message([](const CLI::App*, const CLI::Error& e) {

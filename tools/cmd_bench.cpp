@@ -16,6 +16,7 @@
 #include "core/blas.hpp"
 #include "core/limits.hpp"
 #include "core/storage.hpp"
+#include "tools/cli.hpp"
 #include "models/decoding.hpp"
 #include "models/trainer.hpp"
 #include "tools/checks.hpp"
@@ -267,6 +268,7 @@ void run_bench(const BenchFlags& f) {
   Seq2Seq model(c, gen);
   const Batch batch = random_batch(f, gen);
   fmt::print("attend  threads {}  attention {}\n", f.threads, f.attention);
+  fmt::print("{}\n", blas_kernels_line());
   const double sgemm_before = sgemm_gflops();
   std::vector<Timed> timed;
   if (f.train) timed.push_back(bench_training(f, model, batch));

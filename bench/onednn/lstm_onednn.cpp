@@ -300,6 +300,7 @@ Summary summarise(const std::vector<double>& v) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  bench::print_kernels();  // which kernels the products below run on
   setenv("OMP_NUM_THREADS", "1", 1);
   omp_set_num_threads(1);
   blas::set_num_threads(1);
