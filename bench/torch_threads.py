@@ -31,4 +31,8 @@ def set_threads(n):
         return f"torch threads {n}; no OpenBLAS loaded (BLAS threads not set)"
     blas = ctypes.CDLL(path)
     blas.openblas_set_num_threads(ctypes.c_int(n))
-    return f"torch threads {n}; OpenBLAS threads {blas.openblas_get_num_threads()} ({path})"
+    # The kernels, as attend bench prints them: both sides load the same OpenBLAS,
+    # and OPENBLAS_CORETYPE, when set, chooses the kernels of both.
+    blas.openblas_get_corename.restype = ctypes.c_char_p
+    kernels = blas.openblas_get_corename().decode()
+    return f"torch threads {n}; OpenBLAS threads {blas.openblas_get_num_threads()}, kernels {kernels} ({path})"
