@@ -26,17 +26,7 @@ floor_rate() {
   tokens="$(sed -n 's/^greedy .*(\([0-9]*\) sentences x \([0-9]*\) tokens)$/\1 \2/p' <<<"$2")"
   awk -v ms="$ms" -v t="$tokens" 'BEGIN {split(t, x, " "); printf "%.0f", x[1] * x[2] / (ms / 1e3)}'
 }
-# Both sides load the same OpenBLAS; its kernels (OPENBLAS_CORETYPE, when set,
-# chooses them for both) must be the same, or the ratio compares kernels.
-same_kernels() {
-  local mine theirs
-  mine="$(sed -n 's/^OpenBLAS kernels \([A-Za-z0-9]*\) .*/\1/p' <<<"$1")"
-  theirs="$(sed -n 's/.*OpenBLAS threads [0-9]*, kernels \([A-Za-z0-9]*\) .*/\1/p' <<<"$2")"
-  if [[ -z "$mine" || "$mine" != "$theirs" ]]; then
-    echo "$(basename "$0"): attend runs OpenBLAS kernels '$mine', the twin '$theirs': not comparable" >&2
-    exit 1
-  fi
-}
+source "$(dirname "$0")/same_kernels.sh"  # same_kernels ATTEND_OUTPUT TWIN_OUTPUT
 a_greedy=() t_greedy=() a_beam=() t_beam=() f_greedy=() f_beam=()
 for ((r = 1; r <= rounds; ++r)); do
   a="$("$attend_bin" bench --no-train "$@")"

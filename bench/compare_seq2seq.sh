@@ -28,17 +28,7 @@ rss() { awk '/^peak RSS/ {print $3}' <<<"$1"; }
 sgemm_share() { sed -n 's/^sgemm .* runs at \([0-9.]*\)% of it$/\1/p' <<<"$1"; }
 # The floor of $1 ("train step", "greedy", "beam K=5") in ms: its products at the sgemm rate.
 floor_ms() { sed -n "s/^floor .*$1 \([0-9.]*\) ms.*/\1/p" <<<"$2"; }
-# Both sides load the same OpenBLAS; its kernels (OPENBLAS_CORETYPE, when set,
-# chooses them for both) must be the same, or the ratio compares kernels.
-same_kernels() {
-  local mine theirs
-  mine="$(sed -n 's/^OpenBLAS kernels \([A-Za-z0-9]*\) .*/\1/p' <<<"$1")"
-  theirs="$(sed -n 's/.*OpenBLAS threads [0-9]*, kernels \([A-Za-z0-9]*\) .*/\1/p' <<<"$2")"
-  if [[ -z "$mine" || "$mine" != "$theirs" ]]; then
-    echo "$(basename "$0"): attend runs OpenBLAS kernels '$mine', the twin '$theirs': not comparable" >&2
-    exit 1
-  fi
-}
+source "$(dirname "$0")/same_kernels.sh"  # same_kernels ATTEND_OUTPUT TWIN_OUTPUT
 a_steps=() t_steps=() ratios=() shares=() floors=() a_rss=0 t_rss=0
 for ((r = 1; r <= rounds; ++r)); do
   a="$("$attend_bin" bench --no-decode "$@")"

@@ -93,7 +93,7 @@ TEST_CASE("bench --gemm-shapes lists where the products' time goes, adding up to
       CHECK(row.n > 0);
       CHECK(row.k > 0);
       CHECK(row.calls > 0);
-      CHECK(row.gflops > 0);
+      CHECK(row.gflops >= 0);  // printed to 0.1: a tiny product on a busy machine may show 0.0
       if (i > 0) CHECK(row.ms <= rows[i - 1].ms + 1e-3);  // the most time first (3 decimals printed)
       share += row.share;
       // No product of this model is wider than the gates, 4 H = 24, or longer than
