@@ -133,3 +133,17 @@ TEST_CASE("bench --gemm-shapes N stops at N; without it there is no table; --no-
   CHECK(contains(r.out, "peak RSS"));
   CHECK(contains(r.out, "\nOpenBLAS kernels "));  // which kernels the figures come from
 }
+
+TEST_CASE("bench --gemm-shapes refuses what is not a count, with a message and no crash") {
+  Scratch s;
+  for (const std::string bad : {"-1", "1001", "abc", "1e300", ""}) {
+    CAPTURE(bad);
+    std::vector<std::string> args = kTiny;
+    args.insert(args.end(), {"--gemm-shapes", bad});
+    const auto r = attend_cli(s, args, "", 60);
+    CHECK(r.signal == 0);
+    CHECK(r.exit_code != 0);
+    CHECK(contains(r.err, "attend: error: "));
+    CHECK(contains(r.err, "--gemm-shapes"));
+  }
+}
