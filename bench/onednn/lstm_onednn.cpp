@@ -191,13 +191,17 @@ struct OneDNN {
   }
 };
 
-// The instruction set oneDNN's kernels use here (the common ones by name).
+// The instruction set oneDNN's kernels use here (ONEDNN_MAX_CPU_ISA caps it).
 std::string isa_name(dnnl::cpu_isa isa) {
   switch (isa) {
     case dnnl::cpu_isa::sse41: return "sse41";
     case dnnl::cpu_isa::avx: return "avx";
     case dnnl::cpu_isa::avx2: return "avx2";
+    case dnnl::cpu_isa::avx2_vnni: return "avx2_vnni";
     case dnnl::cpu_isa::avx512_core: return "avx512_core";
+    case dnnl::cpu_isa::avx512_core_vnni: return "avx512_core_vnni";
+    case dnnl::cpu_isa::avx512_core_bf16: return "avx512_core_bf16";
+    case dnnl::cpu_isa::avx512_core_amx: return "avx512_core_amx";
     default: return fmt::format("code {:#x}", static_cast<unsigned>(isa));
   }
 }
