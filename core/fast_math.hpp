@@ -18,16 +18,16 @@
 #include <cstdint>
 
 // The array loops, the LSTM gate loops and the attention loops are compiled
-// twice on x86-64: for any x86-64 CPU (SSE2, 4 floats at a time) and for
-// x86-64-v3 (AVX2 and FMA, 8 at a time, ~2.5x faster here); the dynamic loader
-// picks the one the CPU can run. Only an attribute can say this, hence a macro.
+// three times on x86-64: for any x86-64 CPU (SSE2, 4 floats at a time), for
+// x86-64-v3 (AVX2 and FMA, 8 at a time, ~2.5x faster) and for x86-64-v4
+// (AVX-512, 16 at a time); the dynamic loader picks the widest the CPU can run. Only an attribute can say this, hence a macro.
 // The files that use it are built with ATTEND_SIMD_FLAGS (top CMakeLists.txt):
 // no FP traps, so that GCC turns the compare-and-select of a clamp into a
 // vector blend, and contraction of a * b + c into FMA in the AVX2 build.
 // clang 14 (the fuzz preset, tests/fuzz/) cannot clone function templates; the
 // fuzzers need no AVX2 path, so with clang every loop is compiled once.
 #if defined(__x86_64__) && !defined(__clang__)
-#define ATTEND_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#define ATTEND_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define ATTEND_SIMD_CLONES
 #endif
