@@ -111,5 +111,20 @@ TEST_CASE("best token: the first of the largest, NaN passed over, as std::max_el
     std::vector<double> x(static_cast<std::size_t>(1 + gen.randint(300)));
     for (double& v : x) v = static_cast<double>(gen.randint(20));  // many ties
     CHECK(best_token(x.data(), static_cast<std::int64_t>(x.size())) == std::max_element(x.begin(), x.end()) - x.begin());
+    std::vector<float> xf(x.begin(), x.end());
+    CHECK(best_token(xf.data(), static_cast<std::int64_t>(xf.size())) ==
+          std::max_element(xf.begin(), xf.end()) - xf.begin());
+  }
+}
+
+TEST_CASE("best token: the largest on either side of a block of 16, in the last partial block, tied across blocks") {
+  for (const std::int64_t V : {15, 16, 17, 33, 1000}) {
+    for (std::int64_t at = 0; at < V; ++at) {
+      std::vector<float> x(static_cast<std::size_t>(V), -1.0f);
+      x[static_cast<std::size_t>(at)] = 2.0f;
+      if (at + 16 < V) x[static_cast<std::size_t>(at + 16)] = 2.0f;  // a tie in the next block: the first wins
+      CHECK(best_token(x.data(), V) == at);
+      CHECK(best_token(x.data(), V, 2.0) == at);
+    }
   }
 }
