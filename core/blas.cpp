@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "core/error.hpp"
+#include "core/packed_gemm.hpp"
 
 namespace attend::blas {
 namespace {
@@ -31,20 +32,20 @@ std::atomic<double> timed_seconds{0}, timed_flops{0};
 
 // Per shape: (trans_a, trans_b, m, n, k) -> calls and seconds. Locked, as
 // calls may come from several threads; only touched while timing is on.
-using ShapeKey = std::tuple<bool, bool, std::int64_t, std::int64_t, std::int64_t>;
+using ShapeKey = std::tuple<bool, bool, std::int64_t, std::int64_t, std::int64_t, bool>;  // ..., packed
 std::mutex shapes_mutex;
 std::map<ShapeKey, GemmShapeStats> shapes;
 
 // Runs one product, timed when timing is on.
 template <class F>
-void timed(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, F&& product) {
+void timed(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, F&& product, bool packed = false) {
   if (!timing.load(std::memory_order_relaxed)) return product();
   const auto t0 = std::chrono::steady_clock::now();
   product();
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   {
     const std::lock_guard lock(shapes_mutex);
-    GemmShapeStats& shape = shapes[ShapeKey{trans_a, trans_b, m, n, k}];
+    GemmShapeStats& shape = shapes[ShapeKey{trans_a, trans_b, m, n, k, packed}];
     shape.calls += 1;
     shape.seconds += s;
   }
@@ -73,7 +74,7 @@ std::vector<GemmShapeStats> gemm_shape_stats() {
     const std::lock_guard lock(shapes_mutex);
     for (const auto& [key, stats] : shapes) {
       GemmShapeStats shape = stats;
-      std::tie(shape.trans_a, shape.trans_b, shape.m, shape.n, shape.k) = key;
+      std::tie(shape.trans_a, shape.trans_b, shape.m, shape.n, shape.k, shape.packed) = key;
       out.push_back(shape);
     }
   }
@@ -101,6 +102,15 @@ void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64
                 static_cast<blasint>(k), alpha, a, static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta,
                 c, static_cast<blasint>(ldc));
   });
+}
+
+void gemm_packed(std::int64_t m, const float* x, std::int64_t ldx, const PackedMatrix& w, float beta, float* y,
+                 std::int64_t ldy) {
+  if (m < 0) fail("gemm_packed: {} rows of x", m);
+  if (ldx < w.k()) fail("gemm_packed: the row stride {} of x is below W's {} columns", ldx, w.k());
+  if (ldy < w.n()) fail("gemm_packed: the row stride {} of y is below W's {} rows", ldy, w.n());
+  if (m == 0 || w.n() == 0) return;
+  timed(false, true, m, w.n(), w.k(), [&] { detail::packed_product(m, x, ldx, w, beta, y, ldy); }, true);
 }
 
 void set_num_threads(int n) {

@@ -15,9 +15,10 @@ void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64
           const double* a, std::int64_t lda, const double* b, std::int64_t ldb, double beta, double* c,
           std::int64_t ldc);
 
-// The time spent inside gemm, for `attend bench`: how much of a step is the
-// matrix products and how much everything else. Off by default; when on, every
-// call reads the clock twice (~50 ns). Calls from any thread are counted.
+// The time spent inside gemm and gemm_packed (core/packed_gemm.hpp), for
+// `attend bench`: how much of a step is the matrix products and how much
+// everything else. Off by default; when on, every call reads the clock twice
+// (~50 ns). Calls from any thread are counted.
 struct GemmStats {
   std::int64_t calls = 0;
   double seconds = 0;
@@ -30,6 +31,7 @@ GemmStats gemm_stats();
 // take the time. `m n k` as in gemm, after op(); the most time first.
 struct GemmShapeStats {
   bool trans_a = false, trans_b = false;
+  bool packed = false;  // gemm_packed (core/packed_gemm.hpp), not OpenBLAS
   std::int64_t m = 0, n = 0, k = 0;
   std::int64_t calls = 0;
   double seconds = 0;

@@ -1,0 +1,46 @@
+#pragma once
+// y = x @ W^T with W packed once: for the products decoding repeats at every
+// output step with the same weights and a few rows (the output projection: 16
+// rows against a (1000, 64) W at the default sizes). OpenBLAS packs both
+// operands afresh at every call; at 16 rows, copying W took a tenth of greedy
+// decoding. Packing it once per search leaves only the multiply-adds.
+//
+// Letters: x (M, K) the rows, W (N, K) as a linear layer's weight, y (M, N).
+// float only; blas::gemm(false, true, ...) is the oracle (tests/test_packed_gemm.cpp).
+#include <cstdint>
+#include <vector>
+
+namespace attend::blas {
+
+class PackedMatrix {
+ public:
+  static constexpr std::int64_t kPanel = 16;  // columns of y per panel: one AVX-512 register of floats
+
+  PackedMatrix() = default;
+  // W (n, k), rows ldw apart (ldw >= k). Error on negative sizes or ldw < k.
+  PackedMatrix(const float* w, std::int64_t n, std::int64_t k, std::int64_t ldw);
+
+  std::int64_t n() const { return n_; }
+  std::int64_t k() const { return k_; }
+  bool empty() const { return n_ == 0; }
+  // Panel p: (k, 16), row kk holding W[16p + j][kk] for j = 0..15, zeros past n.
+  const float* panel(std::int64_t p) const { return data_.data() + p * k_ * kPanel; }
+
+ private:
+  std::int64_t n_ = 0, k_ = 0;
+  std::vector<float> data_;  // ceil(n / 16) panels, one after another
+};
+
+// y (m, N) = x (m, K) @ W^T + beta * y, with W packed; rows of x ldx apart,
+// rows of y ldy apart. beta 0 never reads y. Counted by gemm_stats() as a
+// (false, true, m, N, K) product marked packed (blas.cpp). Error when ldx < K or ldy < N.
+void gemm_packed(std::int64_t m, const float* x, std::int64_t ldx, const PackedMatrix& w, float beta, float* y,
+                 std::int64_t ldy);
+
+namespace detail {
+// The kernel alone, untimed and unchecked (blas.cpp times it).
+void packed_product(std::int64_t m, const float* x, std::int64_t ldx, const PackedMatrix& w, float beta, float* y,
+                    std::int64_t ldy);
+}  // namespace detail
+
+}  // namespace attend::blas

@@ -1,0 +1,147 @@
+// core/packed_gemm: y = x @ W^T + beta * y with W packed once, held to
+// blas::gemm(false, true, ...) (the oracle) on every kind of edge: row counts
+// that fill no row block, columns that fill no panel, an odd number of panels,
+// strides wider than the rows, beta 0 (y never read), 1 and other; the empty
+// products; the argument checks; and its place in the timing counts.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "core/blas.hpp"
+#include "core/error.hpp"
+#include "core/packed_gemm.hpp"
+#include "core/random.hpp"
+
+using namespace attend;
+
+namespace {
+
+std::vector<float> random_values(std::size_t n, Generator& gen) {
+  std::vector<float> v(n);
+  for (float& x : v) x = static_cast<float>(gen.uniform(-1, 1));
+  return v;
+}
+
+// Both products from the same y, compared element by element; the padding
+// past each row (the strides) must come back untouched.
+void check_against_gemm(std::int64_t M, std::int64_t N, std::int64_t K, std::int64_t pad, float beta, Generator& gen) {
+  CAPTURE(M);
+  CAPTURE(N);
+  CAPTURE(K);
+  CAPTURE(pad);
+  CAPTURE(beta);
+  const std::int64_t ldx = K + pad, ldw = K + pad, ldy = N + pad;
+  const std::vector<float> x = random_values(static_cast<std::size_t>(std::max<std::int64_t>(M * ldx, 1)), gen);
+  const std::vector<float> w = random_values(static_cast<std::size_t>(std::max<std::int64_t>(N * ldw, 1)), gen);
+  std::vector<float> y0 = random_values(static_cast<std::size_t>(std::max<std::int64_t>(M * ldy, 1)), gen);
+  if (beta == 0.0f)  // beta 0 must not read y: NaN there stays out of the result
+    for (std::int64_t i = 0; i < M; ++i)
+      for (std::int64_t j = 0; j < N; ++j) y0[i * ldy + j] = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> expected = y0, got = y0;
+  blas::gemm(false, true, M, N, K, 1.0f, x.data(), ldx, w.data(), ldw, beta, expected.data(), ldy);
+  const blas::PackedMatrix packed(w.data(), N, K, ldw);
+  CHECK(packed.n() == N);
+  CHECK(packed.k() == K);
+  blas::gemm_packed(M, x.data(), ldx, packed, beta, got.data(), ldy);
+  double worst = 0;
+  for (std::int64_t i = 0; i < M; ++i)
+    for (std::int64_t j = 0; j < ldy; ++j) {
+      const std::size_t at = static_cast<std::size_t>(i * ldy + j);
+      if (j >= N) {
+        REQUIRE(got[at] == y0[at]);  // the stride's padding
+        continue;
+      }
+      REQUIRE(std::isfinite(got[at]));
+      worst = std::max(worst, static_cast<double>(std::fabs(got[at] - expected[at])));
+    }
+  // float sums of K products of numbers in [-1, 1], in two orders
+  CHECK(worst <= 1e-6 * static_cast<double>(K + 2));
+}
+
+}  // namespace
+
+TEST_CASE("gemm_packed: the same products as gemm on every row block, panel and stride edge") {
+  Generator gen(41);
+  for (const std::int64_t M : {1, 2, 3, 4, 5, 6, 7, 11, 12, 13, 16})
+    for (const std::int64_t N : {1, 15, 16, 17, 32, 33, 48, 50})
+      check_against_gemm(M, N, 7, 0, 0.0f, gen);
+  for (const float beta : {0.0f, 1.0f, 0.5f, -2.0f})
+    for (const std::int64_t pad : {0, 3}) {
+      check_against_gemm(16, 1000, 64, pad, beta, gen);  // decoding's output projection, default sizes
+      check_against_gemm(5, 37, 129, pad, beta, gen);
+    }
+  check_against_gemm(80, 256, 256, 1, 1.0f, gen);  // beam search's rows: 16 sentences x 5
+}
+
+TEST_CASE("gemm_packed: hand-computed values") {
+  // W (3, 2) = [[1, 2], [3, 4], [5, 6]], x (2, 2) = [[1, 0], [-1, 2]]:
+  // x @ W^T = [[1, 3, 5], [3, 5, 7]]; with beta 2 and y = 1 everywhere, + 2.
+  const std::vector<float> w = {1, 2, 3, 4, 5, 6}, x = {1, 0, -1, 2};
+  const blas::PackedMatrix packed(w.data(), 3, 2, 2);
+  std::vector<float> y(6, 1.0f);
+  blas::gemm_packed(2, x.data(), 2, packed, 2.0f, y.data(), 3);
+  CHECK(y == std::vector<float>{3, 5, 7, 5, 7, 9});
+  // the first panel holds W's columns side by side: row kk is W[:, kk], then zeros
+  CHECK(packed.panel(0)[0] == 1);
+  CHECK(packed.panel(0)[1] == 3);
+  CHECK(packed.panel(0)[2] == 5);
+  CHECK(packed.panel(0)[3] == 0);
+  CHECK(packed.panel(0)[16] == 2);
+}
+
+TEST_CASE("gemm_packed: empty products, and K = 0 scales y by beta") {
+  const std::vector<float> none;
+  const blas::PackedMatrix no_rows(none.data(), 0, 4, 4);
+  CHECK(no_rows.empty());
+  std::vector<float> y = {5, 6};
+  blas::gemm_packed(1, y.data(), 4 /* unused: nothing to read */, no_rows, 0.0f, y.data(), 0);
+  CHECK(y == std::vector<float>{5, 6});
+  const std::vector<float> w(2 * 1);
+  const blas::PackedMatrix no_depth(w.data(), 2, 0, 0);  // x @ W^T is zeros
+  blas::gemm_packed(1, none.data(), 0, no_depth, 3.0f, y.data(), 2);
+  CHECK(y == std::vector<float>{15, 18});
+  blas::gemm_packed(0, none.data(), 0, no_depth, 0.0f, y.data(), 2);  // no rows: y untouched
+  CHECK(y == std::vector<float>{15, 18});
+}
+
+TEST_CASE("gemm_packed: wrong sizes and strides are errors that say what is wrong") {
+  const std::vector<float> w(12, 1.0f);
+  CHECK_THROWS_WITH_AS(blas::PackedMatrix(w.data(), 3, 4, 3),
+                       "PackedMatrix: the row stride 3 of W (3, 4) is below its 4 columns", Error);
+  CHECK_THROWS_WITH_AS(blas::PackedMatrix(w.data(), -1, 4, 4), "PackedMatrix: sizes must be >= 0, got W (-1, 4)",
+                       Error);
+  const blas::PackedMatrix packed(w.data(), 3, 4, 4);
+  std::vector<float> x(8), y(6);
+  CHECK_THROWS_WITH_AS(blas::gemm_packed(2, x.data(), 3, packed, 0.0f, y.data(), 3),
+                       "gemm_packed: the row stride 3 of x is below W's 4 columns", Error);
+  CHECK_THROWS_WITH_AS(blas::gemm_packed(2, x.data(), 4, packed, 0.0f, y.data(), 2),
+                       "gemm_packed: the row stride 2 of y is below W's 3 rows", Error);
+  CHECK_THROWS_WITH_AS(blas::gemm_packed(-1, x.data(), 4, packed, 0.0f, y.data(), 3), "gemm_packed: -1 rows of x",
+                       Error);
+}
+
+TEST_CASE("gemm_packed: counted by the timing as a packed (false, true, m, N, K) product") {
+  Generator gen(5);
+  const std::vector<float> w = random_values(20 * 8, gen), x = random_values(3 * 8, gen);
+  std::vector<float> y(3 * 20);
+  const blas::PackedMatrix packed(w.data(), 20, 8, 8);
+  blas::set_gemm_timing(true);
+  blas::gemm_packed(3, x.data(), 8, packed, 0.0f, y.data(), 20);
+  blas::gemm_packed(3, x.data(), 8, packed, 0.0f, y.data(), 20);
+  blas::set_gemm_timing(false);
+  CHECK(blas::gemm_stats().calls == 2);
+  CHECK(blas::gemm_stats().flops == doctest::Approx(2 * 2.0 * 3 * 20 * 8));
+  const std::vector<blas::GemmShapeStats> shapes = blas::gemm_shape_stats();
+  REQUIRE(shapes.size() == 1);
+  CHECK(shapes[0].packed);
+  CHECK(!shapes[0].trans_a);
+  CHECK(shapes[0].trans_b);
+  CHECK(shapes[0].m == 3);
+  CHECK(shapes[0].n == 20);
+  CHECK(shapes[0].k == 8);
+  CHECK(shapes[0].calls == 2);
+}
