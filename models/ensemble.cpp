@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "autograd/ops.hpp"
 #include "core/blas.hpp"
@@ -57,20 +58,24 @@ void put_log_softmax(const T* z, std::int64_t V, bool add, double* out) {
   for (std::int64_t v = 0; v < V; ++v) out[v] = (add ? out[v] : 0.0) + (static_cast<double>(z[v]) - log_norm);
 }
 
-// logits = x @ W^T + b (N, V), as model.logits(x) computes it, but from
-// weight_t = W^T (H, V) made once per search: OpenBLAS packs the transposed
-// operand afresh at every call, and multiplying by the plain one is faster at
-// decoding's few rows (measured, one thread: (16, 64) @ (64, 1000) 36 us
-// against 42 us; (64, 256) @ (256, 8000) 3.9 ms against 4.6 ms).
-Tensor project_rows(const Tensor& x, const Tensor& weight_t, const Tensor& bias) {
-  const std::int64_t N = x.size(0), H = x.size(1), V = weight_t.size(1);
+// logits = x @ W^T + b (N, V), as model.logits(x) computes it, but from W made
+// ready once per search. float32: W packed (core/packed_gemm.hpp), as OpenBLAS
+// would pack it afresh at every call (that packing took a tenth of greedy
+// decoding at the default sizes). float64: W^T, as OpenBLAS multiplies a plain
+// operand faster than a transposed one at decoding's few rows.
+Tensor project_rows(const Tensor& x, const blas::PackedMatrix& packed, const Tensor& weight_t, const Tensor& bias) {
+  const std::int64_t N = x.size(0), H = x.size(1), V = packed.empty() ? weight_t.size(1) : packed.n();
   Tensor y = empty({N, V}, x.dtype());
   dispatch(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     T* py = y.data<T>();
     if (bias.defined())
       for (std::int64_t r = 0; r < N; ++r) std::copy(bias.data<T>(), bias.data<T>() + V, py + r * V);
-    blas::gemm(false, false, N, V, H, T(1), x.data<T>(), H, weight_t.data<T>(), V, bias.defined() ? T(1) : T(0), py, V);
+    const T beta = bias.defined() ? T(1) : T(0);
+    if constexpr (std::is_same_v<T, float>)
+      blas::gemm_packed(N, x.data<T>(), H, packed, beta, py, V);
+    else
+      blas::gemm(false, false, N, V, H, T(1), x.data<T>(), H, weight_t.data<T>(), V, beta, py, V);
   });
   return y;
 }
@@ -111,8 +116,14 @@ DecoderEnsemble::DecoderEnsemble(std::span<Seq2Seq* const> models, const Batch& 
     Seq2Seq::Encoded enc = model->encode(batch.source, batch.source_lengths, batch.source_mask);
     if (R > 1) expand_rows(*model, enc, expand);
     Seq2Seq::State state = model->initial_state(enc);
-    Tensor project_t = transpose(model->project.weight.detach(), 0, 1);  // a copy: tensors are contiguous
-    members_.push_back({model, std::move(enc), std::move(state), std::move(project_t)});
+    const Tensor& W = model->project.weight;  // (V, H)
+    blas::PackedMatrix packed;
+    Tensor project_t;
+    if (W.dtype() == Float32)
+      packed = blas::PackedMatrix(W.data<float>(), W.size(0), W.size(1), W.size(1));
+    else
+      project_t = transpose(W.detach(), 0, 1);  // a copy: tensors are contiguous
+    members_.push_back({model, std::move(enc), std::move(state), std::move(packed), std::move(project_t)});
     if (model->config().attention != AttentionKind::None) ++attending_;
   }
 }
@@ -134,7 +145,7 @@ DecoderEnsemble::Output& DecoderEnsemble::step(const std::vector<std::int64_t>& 
     Member& m = members_[i];
     Seq2Seq::Step step = m.model->step(m.enc, Indices(previous), m.state);
     m.state = step.state;
-    const Tensor logits = project_rows(step.attentional, m.project_t, m.model->project.bias);  // (N, V)
+    const Tensor logits = project_rows(step.attentional, m.project_packed, m.project_t, m.model->project.bias);  // (N, V)
     const bool add = i > 0;
     for (std::int64_t r = 0; r < N; ++r) {
       if (!wanted.empty() && !wanted[r]) continue;

@@ -11,6 +11,7 @@
 #include <span>
 #include <vector>
 
+#include "core/packed_gemm.hpp"
 #include "models/corpus.hpp"
 #include "models/seq2seq.hpp"
 
@@ -62,7 +63,9 @@ class DecoderEnsemble {
     Seq2Seq* model;
     Seq2Seq::Encoded enc;
     Seq2Seq::State state;
-    Tensor project_t;  // (H, V) the output projection's weight, transposed once for every step (project_rows)
+    // The output projection's weight, made once for every step (project_rows):
+    blas::PackedMatrix project_packed;  // float32 models: W (V, H) packed
+    Tensor project_t;                   // float64 models: W^T (H, V)
   };
   std::vector<Member> members_;
   Output out_;

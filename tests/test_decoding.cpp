@@ -71,7 +71,9 @@ TEST_CASE("stop_at_eos false: no </s>, exactly max_len_a * length + max_len_b to
 
 // The oracle: the model stepped by hand (encode, step, model.logits, </s> set
 // to -inf, the first largest logit), against greedy decoding, whose float32
-// path reads its logits through a transposed weight and a kept row maximum.
+// path reads its logits through a packed weight (core/packed_gemm.hpp) and a
+// kept row maximum. The log-probabilities too: log softmax over every token,
+// </s> included, as the model gave it.
 TEST_CASE("greedy decoding without </s> equals stepping the model by hand, </s> the largest logit throughout") {
   for (const DType dtype : {Float64, Float32}) {
     CAPTURE(dtype);
@@ -90,6 +92,7 @@ TEST_CASE("greedy decoding without </s> equals stepping the model by hand, </s> 
     Seq2Seq::State state = model.initial_state(enc);
     std::vector<std::int64_t> previous(2, Vocabulary::kBos);
     std::vector<std::vector<std::int64_t>> expected(2);
+    std::vector<double> expected_log_prob(2, 0.0);
     for (int t = 0; t < 4; ++t) {
       Seq2Seq::Step step = model.step(enc, Indices(previous), state);
       state = step.state;
@@ -97,12 +100,19 @@ TEST_CASE("greedy decoding without </s> equals stepping the model by hand, </s> 
       for (std::size_t b = 0; b < 2; ++b) {
         std::vector<double> row(z.begin() + static_cast<std::ptrdiff_t>(b * 7), z.begin() + static_cast<std::ptrdiff_t>(b * 7 + 7));
         CHECK(std::max_element(row.begin(), row.end()) - row.begin() == Vocabulary::kEos);  // what is excluded is the max
+        double log_norm = 0;  // log sum_v e^(z_v)
+        for (const double z_v : row) log_norm += std::exp(z_v);
+        log_norm = std::log(log_norm);
         row[Vocabulary::kEos] = -INFINITY;
         previous[b] = std::max_element(row.begin(), row.end()) - row.begin();
         expected[b].push_back(previous[b]);
+        expected_log_prob[b] += row[static_cast<std::size_t>(previous[b])] - log_norm;
       }
     }
     CHECK(greedy[0].tokens == expected[0]);
     CHECK(greedy[1].tokens == expected[1]);
+    const double tolerance = dtype == Float32 ? 1e-5 : 1e-12;
+    CHECK(greedy[0].log_prob == doctest::Approx(expected_log_prob[0]).epsilon(tolerance));
+    CHECK(greedy[1].log_prob == doctest::Approx(expected_log_prob[1]).epsilon(tolerance));
   }
 }
