@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "autograd/grad_mode.hpp"
 #include "autograd/ops.hpp"
@@ -33,6 +34,11 @@ void sum_biases(const LSTMWeights& w, T* b) {
   const T* b_ih = w.bias_ih.data<T>();
   const T* b_hh = w.bias_hh.data<T>();
   for (std::int64_t k = 0, n = w.bias_ih.numel(); k < n; ++k) b[k] = b_ih[k] + b_hh[k];
+}
+
+// W (rows, cols) float32, packed for blas::gemm_packed.
+std::shared_ptr<const blas::PackedMatrix> pack_weight(const Tensor& W) {
+  return std::make_shared<const blas::PackedMatrix>(W.data<float>(), W.size(0), W.size(1), W.size(1));
 }
 
 }  // namespace
@@ -75,6 +81,14 @@ LSTMState lstm_cell(const Tensor& x, const LSTMState& state, const LSTMWeights& 
   check_dtype(op, "x", x, w);
   check_dtype(op, "state.h", state.h, w);
   check_dtype(op, "state.c", state.c, w);
+  const bool packed = w.packed_ih || w.packed_hh;
+  if (packed) {
+    if (!w.packed_ih || !w.packed_hh) fail("{}: packed_ih and packed_hh come together; only one is set", op);
+    if (x.dtype() != Float32) fail("{}: packed weights are float32 only, and the weights are {}", op, x.dtype());
+    if (w.packed_ih->n() != 4 * H || w.packed_ih->k() != I || w.packed_hh->n() != 4 * H || w.packed_hh->k() != H)
+      fail("{}: packed_ih must hold (4H, I) = ({}, {}) and packed_hh (4H, H) = ({}, {}), got ({}, {}) and ({}, {})", op,
+           4 * H, I, 4 * H, H, w.packed_ih->n(), w.packed_ih->k(), w.packed_hh->n(), w.packed_hh->k());
+  }
   const bool transposed = w.weight_ih_t.defined() || w.weight_hh_t.defined();
   if (transposed) {
     if (!w.weight_ih_t.defined() || !w.weight_hh_t.defined())
@@ -96,7 +110,12 @@ LSTMState lstm_cell(const Tensor& x, const LSTMState& state, const LSTMWeights& 
     using T = decltype(zero);
     T* a = gates.data<T>();
     // a = x @ W_ih^T + h_prev @ W_hh^T    (B, 4H): all four gates in one GEMM per input
-    if (transposed) {  // the same products, with the weights already transposed
+    if (packed) {  // the same products, with the weights packed (float32 only, checked above)
+      if constexpr (std::is_same_v<T, float>) {
+        blas::gemm_packed(B, x.data<T>(), I, *w.packed_ih, T(0), a, 4 * H);
+        blas::gemm_packed(B, h_prev.data<T>(), H, *w.packed_hh, T(1), a, 4 * H);
+      }
+    } else if (transposed) {  // the same products, with the weights already transposed
       blas::gemm(false, false, B, 4 * H, I, T(1), x.data<T>(), I, w.weight_ih_t.data<T>(), 4 * H, T(0), a, 4 * H);
       blas::gemm(false, false, B, 4 * H, H, T(1), h_prev.data<T>(), H, w.weight_hh_t.data<T>(), 4 * H, T(1), a,
                  4 * H);
@@ -213,7 +232,10 @@ LSTMState LSTMCell::forward(const Tensor& x, const LSTMState& state) const {
 
 LSTMWeights LSTMCell::step_weights(std::int64_t batch) const {
   LSTMWeights w = w_;
-  if (batch < kTransposedWeightsBelow) {
+  if (batch < kTransposedWeightsBelow && w_.weight_ih.dtype() == Float32) {
+    w.packed_ih = pack_weight(w_.weight_ih);
+    w.packed_hh = pack_weight(w_.weight_hh);
+  } else if (batch < kTransposedWeightsBelow) {
     NoGradGuard no_grad;  // copies for speed, outside the graph
     w.weight_ih_t = transpose(w_.weight_ih.detach(), 0, 1);  // a copy: tensors are contiguous
     w.weight_hh_t = transpose(w_.weight_hh.detach(), 0, 1);

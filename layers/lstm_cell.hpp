@@ -19,7 +19,9 @@
 // primitive ops (linear, slice, sigmoid, tanh, mul, add): the oracle the tests
 // hold the fused op to.
 #include <cstdint>
+#include <memory>
 
+#include "core/packed_gemm.hpp"
 #include "core/random.hpp"
 #include "core/tensor.hpp"
 #include "layers/module.hpp"
@@ -47,10 +49,17 @@ struct LSTMWeights {
   // transposes of the weights; gradients still go to weight_ih and weight_hh.
   Tensor weight_ih_t{};  // (default-initialised, so that {W_ih, W_hh, b_ih, b_hh} still reads as complete)
   Tensor weight_hh_t{};
+  // Optional, for speed only, float32: weight_ih and weight_hh packed once for
+  // blas::gemm_packed (core/packed_gemm.hpp), which multiplies a few rows by them
+  // without OpenBLAS's packing of the weight at every call. step_weights makes
+  // these for float32 cells and the transposed copies for float64 ones. Shared,
+  // so that copies of the weights share one packing.
+  std::shared_ptr<const blas::PackedMatrix> packed_ih{};
+  std::shared_ptr<const blas::PackedMatrix> packed_hh{};
 };
 
-// Below this batch size the transposed copies pay for themselves (at 64 rows the
-// transposed product is as fast as the plain one).
+// Below this batch size the transposed copies and the packed weights pay for
+// themselves (at 64 rows OpenBLAS's transposed product is as fast as the plain one).
 inline constexpr std::int64_t kTransposedWeightsBelow = 32;
 
 // One step: x (B, I), state.h and state.c (B, H) -> h, c (B, H). Recorded as the
@@ -83,7 +92,8 @@ class LSTMCell : public Module {
   std::int64_t hidden_size() const { return hidden_size_; }
   const LSTMWeights& weights() const { return w_; }
   // The weights for running many steps on batches of `batch` rows until the next
-  // parameter update: with the transposed copies when batch < kTransposedWeightsBelow.
+  // parameter update: when batch < kTransposedWeightsBelow, with the weights packed
+  // (float32) or the transposed copies (float64).
   // Make them again after the parameters change.
   LSTMWeights step_weights(std::int64_t batch) const;
   // One step with weights from step_weights().

@@ -123,18 +123,29 @@ TEST_CASE("lstm_cell: fused equals composed, values and every gradient") {
   }
 }
 
-TEST_CASE("LSTMCell: steps with the transposed weight copies equal plain steps, values and every gradient") {
+TEST_CASE("LSTMCell: steps with the transposed copies (float64) or packed weights (float32) equal plain steps") {
   Generator gen(8);
-  const std::int64_t B = 3, I = 4, H = 5;
+  const std::int64_t B = 3, I = 4, H = 5;  // 4H = 20: one full panel of 16 columns and part of another
   for (DType dtype : {Float64, Float32}) {
+    CAPTURE(dtype);
     const double tol = dtype == Float64 ? 1e-13 : 1e-5;
     LSTMCell cell(I, H, gen, {.dtype = dtype});
     const LSTMWeights w = cell.step_weights(B);
-    REQUIRE(w.weight_ih_t.defined());
-    CHECK(max_abs_diff(w.weight_ih_t, transpose(cell.weights().weight_ih, 0, 1)) == 0);
-    CHECK(max_abs_diff(w.weight_hh_t, transpose(cell.weights().weight_hh, 0, 1)) == 0);
-    CHECK(!w.weight_ih_t.requires_grad());
-    CHECK(!cell.step_weights(kTransposedWeightsBelow).weight_ih_t.defined());  // large batches: no copies
+    if (dtype == Float64) {
+      REQUIRE(w.weight_ih_t.defined());
+      CHECK(!w.packed_ih);
+      CHECK(max_abs_diff(w.weight_ih_t, transpose(cell.weights().weight_ih, 0, 1)) == 0);
+      CHECK(max_abs_diff(w.weight_hh_t, transpose(cell.weights().weight_hh, 0, 1)) == 0);
+      CHECK(!w.weight_ih_t.requires_grad());
+    } else {
+      REQUIRE(w.packed_ih);
+      REQUIRE(w.packed_hh);
+      CHECK(!w.weight_ih_t.defined());
+      CHECK((w.packed_ih->n() == 4 * H && w.packed_ih->k() == I && w.packed_hh->n() == 4 * H && w.packed_hh->k() == H));
+    }
+    const LSTMWeights large = cell.step_weights(kTransposedWeightsBelow);  // large batches: neither
+    CHECK(!large.weight_ih_t.defined());
+    CHECK(!large.packed_ih);
     Tensor x = normal({B, I}, 0, 1, gen, dtype).requires_grad_();
     Tensor h0 = normal({B, H}, 0, 1, gen, dtype).requires_grad_();
     Tensor c0 = normal({B, H}, 0, 1, gen, dtype).requires_grad_();
@@ -261,6 +272,24 @@ TEST_CASE("lstm_cell: shape and dtype errors") {
                        "lstm_cell: weight_ih_t must be (I, 4H) = (3, 16) and weight_hh_t (H, 4H) = (4, 16), got [3, 16] "
                        "and [16, 4]",
                        Error);
+  // The packed weights likewise, and float32 only.
+  const LSTMWeights packed = cell.step_weights(2);
+  REQUIRE(packed.packed_ih);
+  LSTMWeights one_packed = w;
+  one_packed.packed_ih = packed.packed_ih;
+  CHECK_THROWS_WITH_AS(lstm_cell(zeros({2, 3}), {h, c}, one_packed),
+                       "lstm_cell: packed_ih and packed_hh come together; only one is set", Error);
+  LSTMWeights swapped = packed;
+  std::swap(swapped.packed_ih, swapped.packed_hh);
+  CHECK_THROWS_WITH_AS(lstm_cell(zeros({2, 3}), {h, c}, swapped),
+                       "lstm_cell: packed_ih must hold (4H, I) = (16, 3) and packed_hh (4H, H) = (16, 4), got (16, 4) "
+                       "and (16, 3)",
+                       Error);
+  LSTMWeights doubles{w.weight_ih.to(Float64), w.weight_hh.to(Float64), w.bias_ih.to(Float64), w.bias_hh.to(Float64)};
+  doubles.packed_ih = packed.packed_ih;
+  doubles.packed_hh = packed.packed_hh;
+  CHECK_THROWS_WITH_AS(lstm_cell(zeros({2, 3}, Float64), {h.to(Float64), c.to(Float64)}, doubles),
+                       "lstm_cell: packed weights are float32 only, and the weights are float64", Error);
   LSTMCell other(3, 4, gen);
   CHECK_THROWS_WITH_AS(cell.forward(zeros({2, 3}), {h, c}, other.step_weights(2)),
                        "LSTMCell.forward: the step weights are not this cell's (get them from step_weights())", Error);
