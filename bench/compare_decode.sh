@@ -47,7 +47,7 @@ report() {  # what, then attend's, pytorch's and the floor's figures as three qu
   read -r fm fmin fmax < <(printf '%s\n' $4 | summary)
   awk -v w="$1" -v am="$am" -v amin="$amin" -v amax="$amax" -v tm="$tm" -v tmin="$tmin" -v tmax="$tmax" -v fm="$fm" 'BEGIN {
     printf "  %-9s attend %.0f tokens/s (%.0f-%.0f), pytorch %.0f tokens/s (%.0f-%.0f): attend is %.2fx as fast\n", w, am, amin, amax, tm, tmin, tmax, am / tm
-    printf "  %-9s the products alone at the sgemm rate: %.0f tokens/s, so nothing doing them here is more than %.2fx as fast as pytorch\n", "", fm, fm / tm
+    printf "  %-9s the products alone at the sgemm rate: %.0f tokens/s, so nothing doing them through this OpenBLAS is more than %.2fx as fast as pytorch\n", "", fm, fm / tm
   }'
 }
 echo "decoding over $rounds alternating rounds, median (min-max) of each round's median:"

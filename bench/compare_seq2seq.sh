@@ -55,7 +55,7 @@ awk -v am="$am" -v amin="$amin" -v amax="$amax" -v tm="$tm" -v tmin="$tmin" -v t
   printf "  attend %.2f ms (%.2f-%.2f), %s %.2f ms (%.2f-%.2f): attend is %.2fx as fast\n", am, amin, amax, twin, tm, tmin, tmax, tm / am
   printf "  speed-up within each round: %.2fx to %.2fx\n", rmin, rmax
   printf "  attend at %.0f%% (%.0f-%.0f%%) of the sgemm rate measured in its run\n", sm, smin, smax
-  printf "  the products alone at that rate: %.2f ms (%.2f-%.2f), so nothing doing them here is more than %.2fx as fast as %s\n", fm, fmin, fmax, tm / fm, twin
+  printf "  the products alone at that rate: %.2f ms (%.2f-%.2f), so nothing doing them through this OpenBLAS is more than %.2fx as fast as %s\n", fm, fmin, fmax, tm / fm, twin
   printf "peak RSS: attend %d MB, pytorch %d MB (%.2f of pytorch)\n", ra, rt, ra / rt
 }'
 echo "per round (pytorch / attend): ${ratios[*]}"

@@ -34,6 +34,7 @@ struct ShapeRow {
   std::string ta, tb;
   long m = 0, n = 0, k = 0;
   double calls = 0, ms = 0, share = 0, gflops = 0;
+  std::string by;  // "OpenBLAS" or "packed"
 };
 
 // The rows under "GEMM shapes  WHAT: ...", up to the next line that is not a row.
@@ -48,7 +49,7 @@ std::vector<ShapeRow> shape_rows(const std::vector<std::string>& lines, const st
     std::istringstream in(lines[i]);
     ShapeRow r;
     std::string share;
-    if (!(in >> r.ta >> r.tb >> r.m >> r.n >> r.k >> r.calls >> r.ms >> share >> r.gflops)) break;
+    if (!(in >> r.ta >> r.tb >> r.m >> r.n >> r.k >> r.calls >> r.ms >> share >> r.gflops >> r.by)) break;
     REQUIRE(share.back() == '%');
     r.share = std::stod(share.substr(0, share.size() - 1));
     rows.push_back(r);
@@ -56,10 +57,10 @@ std::vector<ShapeRow> shape_rows(const std::vector<std::string>& lines, const st
   return rows;
 }
 
-// "in sgemm     train step 0.12 ms (34% of the time, ..), greedy ..": the share
+// "in GEMM      train step 0.12 ms (34% of the time, ..), greedy ..": the share
 // of WHAT's time spent in GEMM, in percent.
 double in_sgemm_share(const std::string& out, const std::string& what) {
-  const std::size_t line = out.find("in sgemm ");
+  const std::size_t line = out.find("in GEMM ");
   REQUIRE(line != std::string::npos);
   const std::size_t at = out.find(what + " ", line);
   REQUIRE(at != std::string::npos);
@@ -84,7 +85,7 @@ TEST_CASE("bench --gemm-shapes lists where the products' time goes, adding up to
     const std::vector<ShapeRow> rows = shape_rows(lines, what);
     REQUIRE(rows.size() >= 3);  // encoder gates, decoder gates, output projection at least
     double share = 0;
-    bool gates = false, projection = false;
+    bool gates = false, projection = false, packed_cell = false;
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const ShapeRow& row = rows[i];
       CHECK((row.ta == "N" || row.ta == "T"));
@@ -101,10 +102,20 @@ TEST_CASE("bench --gemm-shapes lists where the products' time goes, adding up to
       CHECK(std::max({row.m, row.n, row.k}) <= 24);
       gates = gates || row.n == 24 || row.m == 24;  // x @ W^T, or dgates^T @ x for dW
       projection = projection || row.n == 12 || row.m == 12;  // onto the 12 words of the vocabulary
+      // Packed weights (core/packed_gemm.hpp): decoding's output projection, and
+      // the decoder cell's two products (x @ W_ih^T, h @ W_hh^T) at this batch of 2.
+      CHECK((row.by == "packed" || row.by == "OpenBLAS"));
+      if (row.by == "packed") {
+        CHECK((row.ta == "N" && row.tb == "T"));
+        CHECK((row.n == 12 || row.n == 24));
+        packed_cell = packed_cell || row.n == 24;
+      }
+      if (what != "train step" && row.n == 12) CHECK(row.by == "packed");
     }
     CHECK(gates);
     CHECK(projection);
-    // The shapes split the total: their shares add up to the "in sgemm" share
+    CHECK(packed_cell);
+    // The shapes split the total: their shares add up to the "in GEMM" share
     // (each printed to 0.1%, the total to 1%).
     const double total = in_sgemm_share(r.out, what);
     CAPTURE(share);
