@@ -110,7 +110,7 @@ void gemm_packed(std::int64_t m, const float* x, std::int64_t ldx, const PackedM
   if (ldx < w.k()) fail("gemm_packed: the row stride {} of x is below W's {} columns", ldx, w.k());
   if (ldy < w.n()) fail("gemm_packed: the row stride {} of y is below W's {} rows", ldy, w.n());
   if (m == 0 || w.n() == 0) return;
-  timed(false, true, m, w.n(), w.k(), [&] { detail::packed_product(m, x, ldx, w, beta, y, ldy); }, true);
+  timed(false, true, m, w.n(), w.k(), [&] { detail::packed_product(m, x, ldx, w, beta, y, ldy, detail::packed_kernel()); }, true);
 }
 
 void set_num_threads(int n) {

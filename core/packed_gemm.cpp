@@ -7,7 +7,6 @@
 #include <cstring>
 
 #include "core/error.hpp"
-#include "core/fast_math.hpp"  // ATTEND_SIMD_CLONES
 
 namespace attend::blas {
 
@@ -29,32 +28,44 @@ PackedMatrix::PackedMatrix(const float* w, std::int64_t n, std::int64_t k, std::
 
 namespace {
 
-// 16 floats: one register with AVX-512, two with AVX2, four with SSE. GCC's
-// vector extension, so that each clone below uses its own width.
+// GCC's vector extension: V16 is one AVX-512 register of floats, V8 one AVX2
+// register, V4 one SSE register. Each kernel below uses the width its target
+// has natively (a vector wider than the target's registers is lowered through
+// memory, ten times slower). A panel row of 16 floats is kSplit<V> vectors.
 using V16 = float __attribute__((vector_size(64)));
+using V8 = float __attribute__((vector_size(32)));
+using V4 = float __attribute__((vector_size(16)));
+template <class V>
+constexpr int kLanes = static_cast<int>(sizeof(V) / sizeof(float));
+template <class V>
+constexpr int kSplit = static_cast<int>(PackedMatrix::kPanel) / kLanes<V>;
 
-// Through a reference, not a return value: a function returning a 64-byte
-// vector has a different ABI with and without AVX-512.
-[[gnu::always_inline]] inline void load(V16& v, const float* p) { std::memcpy(&v, p, sizeof v); }
+// Through a reference, not a return value: a function returning a vector has
+// a different ABI with and without the wider registers.
+template <class V>
+[[gnu::always_inline]] inline void load(V& v, const float* p) {
+  std::memcpy(&v, p, sizeof v);
+}
 
 // y[0:R, 16 p0 : 16 (p0 + P)] = x[0:R] @ (panels p0 .. p0 + P - 1) + beta * y, where
-// every one of the R * P accumulators is a register: per k, P loads of W and R
-// broadcasts of x feed R * P independent multiply-adds.
-template <int R, int P>
+// every one of the R * P * kSplit accumulators is a register: per k, P * kSplit
+// loads of W and R broadcasts of x feed R * P * kSplit independent multiply-adds.
+template <class V, int R, int P>
 [[gnu::always_inline]] inline void block(const float* x, std::int64_t ldx, const PackedMatrix& w, std::int64_t p0,
                                          float beta, float* y, std::int64_t ldy) {
+  constexpr int S = kSplit<V>, L = kLanes<V>, Q = P * S;  // vectors per row of the block
   const std::int64_t K = w.k(), N = w.n();
-  V16 acc[R][P];
+  V acc[R][Q];
   for (int r = 0; r < R; ++r)
-    for (int p = 0; p < P; ++p) acc[r][p] = V16{};
+    for (int q = 0; q < Q; ++q) acc[r][q] = V{};
   const float* panel[P];
   for (int p = 0; p < P; ++p) panel[p] = w.panel(p0 + p);
   for (std::int64_t k = 0; k < K; ++k) {
-    V16 b[P];
-    for (int p = 0; p < P; ++p) load(b[p], panel[p] + k * PackedMatrix::kPanel);
+    V b[Q];
+    for (int q = 0; q < Q; ++q) load(b[q], panel[q / S] + k * PackedMatrix::kPanel + (q % S) * L);
     for (int r = 0; r < R; ++r) {
       const float x_rk = x[r * ldx + k];
-      for (int p = 0; p < P; ++p) acc[r][p] += x_rk * b[p];  // y[r, n] += x[r, k] W[n, k]
+      for (int q = 0; q < Q; ++q) acc[r][q] += x_rk * b[q];  // y[r, n] += x[r, k] W[n, k]
     }
   }
   for (int r = 0; r < R; ++r) {
@@ -63,16 +74,18 @@ template <int R, int P>
       const std::int64_t cols = std::min(PackedMatrix::kPanel, N - col);
       float* y_r = y + r * ldy + col;
       if (cols == PackedMatrix::kPanel) {
-        V16 out = acc[r][p];
-        if (beta != 0.0f) {
-          V16 y_old;
-          load(y_old, y_r);
-          out += beta * y_old;
+        for (int s = 0; s < S; ++s) {
+          V v = acc[r][p * S + s];
+          if (beta != 0.0f) {  // beta 0 never reads y (it may hold NaN)
+            V y_old;
+            load(y_old, y_r + s * L);
+            v += beta * y_old;
+          }
+          std::memcpy(y_r + s * L, &v, sizeof v);
         }
-        std::memcpy(y_r, &out, sizeof out);
-      } else {
+      } else {  // the last panel, past the end of y's row
         float out[PackedMatrix::kPanel];
-        std::memcpy(out, &acc[r][p], sizeof out);
+        for (int s = 0; s < S; ++s) std::memcpy(out + s * L, &acc[r][p * S + s], sizeof(V));
         for (std::int64_t j = 0; j < cols; ++j) y_r[j] = beta == 0.0f ? out[j] : out[j] + beta * y_r[j];
       }
     }
@@ -80,60 +93,94 @@ template <int R, int P>
 }
 
 // The same for rows = 1 .. R rows (the last rows of x).
-template <int R, int P>
+template <class V, int R, int P>
 [[gnu::always_inline]] inline void block_rows(std::int64_t rows, const float* x, std::int64_t ldx,
                                               const PackedMatrix& w, std::int64_t p0, float beta, float* y,
                                               std::int64_t ldy) {
   if constexpr (R > 1) {
-    if (rows < R) return block_rows<R - 1, P>(rows, x, ldx, w, p0, beta, y, ldy);
+    if (rows < R) return block_rows<V, R - 1, P>(rows, x, ldx, w, p0, beta, y, ldy);
   }
-  block<R, P>(x, ldx, w, p0, beta, y, ldy);
+  block<V, R, P>(x, ldx, w, p0, beta, y, ldy);
 }
 
 // Panels P at a time (then one at a time), and for each, R rows at a time: a
 // panel (K x 16 floats) stays in L1 while every row block passes over it.
-template <int R, int P>
+template <class V, int R, int P>
 [[gnu::always_inline]] inline void product(std::int64_t M, const float* x, std::int64_t ldx, const PackedMatrix& w,
                                            float beta, float* y, std::int64_t ldy) {
   const std::int64_t panels = (w.n() + PackedMatrix::kPanel - 1) / PackedMatrix::kPanel;
   std::int64_t p0 = 0;
   for (; p0 + P <= panels; p0 += P)
     for (std::int64_t i = 0; i < M; i += R)
-      block_rows<R, P>(std::min<std::int64_t>(R, M - i), x + i * ldx, ldx, w, p0, beta, y + i * ldy, ldy);
+      block_rows<V, R, P>(std::min<std::int64_t>(R, M - i), x + i * ldx, ldx, w, p0, beta, y + i * ldy, ldy);
   for (; p0 < panels; ++p0)
     for (std::int64_t i = 0; i < M; i += R)
-      block_rows<R, 1>(std::min<std::int64_t>(R, M - i), x + i * ldx, ldx, w, p0, beta, y + i * ldy, ldy);
+      block_rows<V, R, 1>(std::min<std::int64_t>(R, M - i), x + i * ldx, ldx, w, p0, beta, y + i * ldy, ldy);
 }
 
-bool has_avx512() {
-#if defined(__x86_64__)
-  static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-                          __builtin_cpu_supports("avx512cd");
-  return yes;
-#else
-  return false;
+// One kernel per instruction set, each compiled for its own (clang, in the fuzz
+// preset, builds the baseline alone, as with ATTEND_SIMD_CLONES):
+//   AVX-512   6 rows x 2 panels: 12 of its 32 registers accumulate
+//   AVX2      4 rows x 1 panel:  8 of its 16
+//   baseline  2 rows x 1 panel:  8 of SSE's 16
+#if defined(__x86_64__) && !defined(__clang__)
+#define ATTEND_PACKED_WIDE 1
+__attribute__((target("arch=x86-64-v4"))) void run_avx512(std::int64_t M, const float* x, std::int64_t ldx,
+                                                           const PackedMatrix& w, float beta, float* y,
+                                                           std::int64_t ldy) {
+  product<V16, 6, 2>(M, x, ldx, w, beta, y, ldy);
+}
+__attribute__((target("arch=x86-64-v3"))) void run_avx2(std::int64_t M, const float* x, std::int64_t ldx,
+                                                         const PackedMatrix& w, float beta, float* y,
+                                                         std::int64_t ldy) {
+  product<V8, 4, 1>(M, x, ldx, w, beta, y, ldy);
+}
 #endif
-}
-
-// With AVX-512 (the x86-64-v4 clone runs then) 6 x 2 = 12 one-register
-// accumulators; otherwise 4 x 1, which AVX2 holds in 8 of its 16 registers.
-ATTEND_SIMD_CLONES void run(std::int64_t M, const float* x, std::int64_t ldx, const PackedMatrix& w, float beta,
-                            float* y, std::int64_t ldy) {
-  if (has_avx512())
-    product<6, 2>(M, x, ldx, w, beta, y, ldy);
-  else
-    product<4, 1>(M, x, ldx, w, beta, y, ldy);
+void run_baseline(std::int64_t M, const float* x, std::int64_t ldx, const PackedMatrix& w, float beta, float* y,
+                  std::int64_t ldy) {
+  product<V4, 2, 1>(M, x, ldx, w, beta, y, ldy);
 }
 
 }  // namespace
 
 namespace detail {
-void packed_product(std::int64_t m, const float* x, std::int64_t ldx, const PackedMatrix& w, float beta, float* y,
-                    std::int64_t ldy) {
-  if (m == 0 || w.n() == 0) return;
-  run(m, x, ldx, w, beta, y, ldy);
+
+bool packed_kernel_runs(PackedKernel kernel) {
+  switch (kernel) {
+    case PackedKernel::Baseline: return true;
+#if defined(ATTEND_PACKED_WIDE)
+    case PackedKernel::Avx2: {
+      static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+      return yes;
+    }
+    case PackedKernel::Avx512: {
+      static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                              __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+                              __builtin_cpu_supports("avx512cd");
+      return yes;
+    }
+#endif
+    default: return false;
+  }
 }
+
+PackedKernel packed_kernel() {
+  for (PackedKernel kernel : {PackedKernel::Avx512, PackedKernel::Avx2})
+    if (packed_kernel_runs(kernel)) return kernel;
+  return PackedKernel::Baseline;
+}
+
+void packed_product(std::int64_t m, const float* x, std::int64_t ldx, const PackedMatrix& w, float beta, float* y,
+                    std::int64_t ldy, PackedKernel kernel) {
+  if (m == 0 || w.n() == 0) return;
+  if (!packed_kernel_runs(kernel)) fail("gemm_packed: this CPU cannot run the kernel asked for");
+#if defined(ATTEND_PACKED_WIDE)
+  if (kernel == PackedKernel::Avx512) return run_avx512(m, x, ldx, w, beta, y, ldy);
+  if (kernel == PackedKernel::Avx2) return run_avx2(m, x, ldx, w, beta, y, ldy);
+#endif
+  run_baseline(m, x, ldx, w, beta, y, ldy);
+}
+
 }  // namespace detail
 
 }  // namespace attend::blas

@@ -38,9 +38,14 @@ void gemm_packed(std::int64_t m, const float* x, std::int64_t ldx, const PackedM
                  std::int64_t ldy);
 
 namespace detail {
-// The kernel alone, untimed and unchecked (blas.cpp times it).
+// The kernels, one per instruction set; gemm_packed runs the widest this CPU has.
+enum class PackedKernel { Avx512, Avx2, Baseline };
+bool packed_kernel_runs(PackedKernel kernel);  // on this CPU (Baseline: always)
+PackedKernel packed_kernel();                  // the widest that runs
+// The product alone, untimed, with the kernel given (tests run each one):
+// Error when this CPU cannot run it.
 void packed_product(std::int64_t m, const float* x, std::int64_t ldx, const PackedMatrix& w, float beta, float* y,
-                    std::int64_t ldy);
+                    std::int64_t ldy, PackedKernel kernel);
 }  // namespace detail
 
 }  // namespace attend::blas

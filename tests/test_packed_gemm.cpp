@@ -26,27 +26,20 @@ std::vector<float> random_values(std::size_t n, Generator& gen) {
   return v;
 }
 
-// Both products from the same y, compared element by element; the padding
-// past each row (the strides) must come back untouched.
-void check_against_gemm(std::int64_t M, std::int64_t N, std::int64_t K, std::int64_t pad, float beta, Generator& gen) {
-  CAPTURE(M);
-  CAPTURE(N);
-  CAPTURE(K);
-  CAPTURE(pad);
-  CAPTURE(beta);
-  const std::int64_t ldx = K + pad, ldw = K + pad, ldy = N + pad;
-  const std::vector<float> x = random_values(static_cast<std::size_t>(std::max<std::int64_t>(M * ldx, 1)), gen);
-  const std::vector<float> w = random_values(static_cast<std::size_t>(std::max<std::int64_t>(N * ldw, 1)), gen);
-  std::vector<float> y0 = random_values(static_cast<std::size_t>(std::max<std::int64_t>(M * ldy, 1)), gen);
-  if (beta == 0.0f)  // beta 0 must not read y: NaN there stays out of the result
-    for (std::int64_t i = 0; i < M; ++i)
-      for (std::int64_t j = 0; j < N; ++j) y0[i * ldy + j] = std::numeric_limits<float>::quiet_NaN();
-  std::vector<float> expected = y0, got = y0;
-  blas::gemm(false, true, M, N, K, 1.0f, x.data(), ldx, w.data(), ldw, beta, expected.data(), ldy);
-  const blas::PackedMatrix packed(w.data(), N, K, ldw);
-  CHECK(packed.n() == N);
-  CHECK(packed.k() == K);
-  blas::gemm_packed(M, x.data(), ldx, packed, beta, got.data(), ldy);
+using blas::detail::PackedKernel;
+
+// The kernels this CPU runs (the baseline always; AVX2 and AVX-512 where it has them).
+std::vector<PackedKernel> kernels_here() {
+  std::vector<PackedKernel> out;
+  for (PackedKernel k : {PackedKernel::Avx512, PackedKernel::Avx2, PackedKernel::Baseline})
+    if (blas::detail::packed_kernel_runs(k)) out.push_back(k);
+  return out;
+}
+
+// got against expected (gemm), element by element; the padding past each row
+// (the stride) as it was in y0.
+void check_result(const std::vector<float>& got, const std::vector<float>& expected, const std::vector<float>& y0,
+                  std::int64_t M, std::int64_t N, std::int64_t K, std::int64_t ldy) {
   double worst = 0;
   for (std::int64_t i = 0; i < M; ++i)
     for (std::int64_t j = 0; j < ldy; ++j) {
@@ -62,6 +55,39 @@ void check_against_gemm(std::int64_t M, std::int64_t N, std::int64_t K, std::int
   CHECK(worst <= 1e-6 * static_cast<double>(K + 2));
 }
 
+// Both products from the same y, compared element by element, for gemm_packed
+// and for each kernel this CPU runs; the padding past each row (the strides)
+// must come back untouched.
+void check_against_gemm(std::int64_t M, std::int64_t N, std::int64_t K, std::int64_t pad, float beta, Generator& gen) {
+  CAPTURE(M);
+  CAPTURE(N);
+  CAPTURE(K);
+  CAPTURE(pad);
+  CAPTURE(beta);
+  const std::int64_t ldx = K + pad, ldw = K + pad, ldy = N + pad;
+  const std::vector<float> x = random_values(static_cast<std::size_t>(std::max<std::int64_t>(M * ldx, 1)), gen);
+  const std::vector<float> w = random_values(static_cast<std::size_t>(std::max<std::int64_t>(N * ldw, 1)), gen);
+  std::vector<float> y0 = random_values(static_cast<std::size_t>(std::max<std::int64_t>(M * ldy, 1)), gen);
+  if (beta == 0.0f)  // beta 0 must not read y: NaN there stays out of the result
+    for (std::int64_t i = 0; i < M; ++i)
+      for (std::int64_t j = 0; j < N; ++j) y0[i * ldy + j] = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> expected = y0;
+  blas::gemm(false, true, M, N, K, 1.0f, x.data(), ldx, w.data(), ldw, beta, expected.data(), ldy);
+  const blas::PackedMatrix packed(w.data(), N, K, ldw);
+  CHECK(packed.n() == N);
+  CHECK(packed.k() == K);
+  std::vector<float> got = y0;
+  blas::gemm_packed(M, x.data(), ldx, packed, beta, got.data(), ldy);
+  check_result(got, expected, y0, M, N, K, ldy);
+  for (PackedKernel kernel : kernels_here()) {
+    CAPTURE(static_cast<int>(kernel));
+    got = y0;
+    blas::detail::packed_product(M, x.data(), ldx, packed, beta, got.data(), ldy, kernel);
+    check_result(got, expected, y0, M, N, K, ldy);
+  }
+}
+
+
 }  // namespace
 
 TEST_CASE("gemm_packed: the same products as gemm on every row block, panel and stride edge") {
@@ -75,6 +101,22 @@ TEST_CASE("gemm_packed: the same products as gemm on every row block, panel and 
       check_against_gemm(5, 37, 129, pad, beta, gen);
     }
   check_against_gemm(80, 256, 256, 1, 1.0f, gen);  // beam search's rows: 16 sentences x 5
+}
+
+TEST_CASE("gemm_packed: runs the widest kernel the CPU has; the baseline runs everywhere") {
+  CHECK(blas::detail::packed_kernel_runs(PackedKernel::Baseline));
+  const PackedKernel chosen = blas::detail::packed_kernel();
+  CHECK(blas::detail::packed_kernel_runs(chosen));
+  if (blas::detail::packed_kernel_runs(PackedKernel::Avx512)) CHECK(chosen == PackedKernel::Avx512);
+  MESSAGE("packed kernels on this CPU: " << kernels_here().size() << " (AVX-512, AVX2, baseline: those it runs)");
+  for (PackedKernel k : {PackedKernel::Avx512, PackedKernel::Avx2}) {
+    if (blas::detail::packed_kernel_runs(k)) continue;
+    const std::vector<float> w(4, 1.0f), x(2, 1.0f);
+    std::vector<float> y(2);
+    const blas::PackedMatrix packed(w.data(), 2, 2, 2);
+    CHECK_THROWS_WITH_AS(blas::detail::packed_product(1, x.data(), 2, packed, 0.0f, y.data(), 2, k),
+                         "gemm_packed: this CPU cannot run the kernel asked for", Error);
+  }
 }
 
 TEST_CASE("gemm_packed: hand-computed values") {
