@@ -20,6 +20,7 @@
 #include "autograd/autograd.hpp"
 #include "bench/timing.hpp"
 #include "core/blas.hpp"
+#include "core/packed_gemm.hpp"
 #include "core/core.hpp"
 #include "layers/lstm.hpp"
 
@@ -35,17 +36,21 @@ struct Times {
   double forward_backward, forward, gemm_only;  // median ns
 };
 
-// The GEMMs of one forward + backward of lstm_sequence, alone.
+// The products of one forward + backward of lstm_sequence, alone, as it runs
+// them for float32: those by W_ih and W_hh packed (core/packed_gemm.hpp), the
+// weight gradients by OpenBLAS.
 void gemms_only(const std::vector<float>& x, const std::vector<float>& w_ih, const std::vector<float>& w_hh,
                 std::vector<float>& gates, std::vector<float>& h_prev, std::vector<float>& dgates,
                 std::vector<float>& dh, std::vector<float>& dx, std::vector<float>& dw_ih, std::vector<float>& dw_hh) {
-  blas::gemm(false, true, B * T, G, I, 1.0f, x.data(), I, w_ih.data(), I, 0.0f, gates.data(), G);
+  blas::gemm_packed(B * T, x.data(), I, blas::PackedMatrix(w_ih.data(), G, I, I), 0.0f, gates.data(), G);
+  const blas::PackedMatrix w_hh_packed(w_hh.data(), G, H, H);
   for (std::int64_t t = 0; t < T; ++t)
-    blas::gemm(false, true, B, G, H, 1.0f, h_prev.data() + t * H, T * H, w_hh.data(), H, 1.0f, gates.data() + t * G,
-               T * G);
+    blas::gemm_packed(B, h_prev.data() + t * H, T * H, w_hh_packed, 1.0f, gates.data() + t * G, T * G);
+  const blas::PackedMatrix w_hh_t_packed = blas::PackedMatrix::from_transposed(w_hh.data(), H, G, H);
   for (std::int64_t t = T - 1; t >= 0; --t)
-    blas::gemm(false, false, B, H, G, 1.0f, dgates.data() + t * G, T * G, w_hh.data(), H, 1.0f, dh.data(), H);
-  blas::gemm(false, false, B * T, I, G, 1.0f, dgates.data(), G, w_ih.data(), I, 1.0f, dx.data(), I);
+    blas::gemm_packed(B, dgates.data() + t * G, T * G, w_hh_t_packed, 1.0f, dh.data(), H);
+  blas::gemm_packed(B * T, dgates.data(), G, blas::PackedMatrix::from_transposed(w_ih.data(), I, G, I), 1.0f, dx.data(),
+                    I);
   blas::gemm(true, false, G, I, B * T, 1.0f, dgates.data(), G, x.data(), I, 1.0f, dw_ih.data(), I);
   blas::gemm(true, false, G, H, B * T, 1.0f, dgates.data(), G, h_prev.data(), H, 1.0f, dw_hh.data(), H);
 }

@@ -19,6 +19,10 @@ class PackedMatrix {
   PackedMatrix() = default;
   // W (n, k), rows ldw apart (ldw >= k). Error on negative sizes or ldw < k.
   PackedMatrix(const float* w, std::int64_t n, std::int64_t k, std::int64_t ldw);
+  // W given as its transpose: wt (k, n), rows ldwt apart (ldwt >= n), so that
+  // products compute x @ wt. For x @ A with A (k, n) stored as it is (the backward
+  // of a product by A^T).
+  static PackedMatrix from_transposed(const float* wt, std::int64_t n, std::int64_t k, std::int64_t ldwt);
 
   std::int64_t n() const { return n_; }
   std::int64_t k() const { return k_; }
@@ -27,6 +31,7 @@ class PackedMatrix {
   const float* panel(std::int64_t p) const { return data_.data() + p * k_ * kPanel; }
 
  private:
+  PackedMatrix(std::int64_t n, std::int64_t k);  // zeros, for the two packers
   std::int64_t n_ = 0, k_ = 0;
   std::vector<float> data_;  // ceil(n / 16) panels, one after another
 };

@@ -14,9 +14,11 @@
 // and dx are then single GEMMs over all B*T rows, and the per-step GEMMs read
 // and write the B rows of step t with a row stride of T rows.
 #include <cstring>
+#include <type_traits>
 
 #include "autograd/ops.hpp"
 #include "core/blas.hpp"
+#include "core/packed_gemm.hpp"
 #include "layers/lstm.hpp"
 #include "layers/lstm_kernels.hpp"
 
@@ -96,15 +98,25 @@ LSTMSequenceOutput lstm_sequence(const Tensor& x, const LSTMState& initial, cons
     const F* pb_hh = w.bias_hh.data<F>();
     for (std::int64_t k = 0; k < G; ++k) bias.data<F>()[k] = pb_ih[k] + pb_hh[k];
     const F* pb = bias.data<F>();
-    // Small batches multiply by a transposed copy of W_hh (made once here, used T
-    // times): OpenBLAS is ~1.7x faster on plain than on transposed operands for
-    // them (see LSTMWeights::weight_hh_t).
-    const bool small = B < kTransposedWeightsBelow;
+    // The recurrent product runs T times with the same W_hh. float32 multiplies
+    // by W_hh packed once here (core/packed_gemm.hpp: OpenBLAS would pack it at
+    // every step). float64 small batches multiply by a transposed copy: OpenBLAS
+    // is ~1.7x faster on plain than on transposed operands for them (see
+    // LSTMWeights::weight_hh_t).
+    constexpr bool packed = std::is_same_v<F, float>;
+    blas::PackedMatrix w_hh_packed;
+    if constexpr (packed) w_hh_packed = blas::PackedMatrix(w.weight_hh.data<F>(), G, H, H);
+    const bool small = !packed && B < kTransposedWeightsBelow;
     Tensor w_hh_t = small ? transpose(w.weight_hh.detach(), 0, 1) : Tensor();  // (H, 4H), a copy
     const F* w_hh = small ? w_hh_t.data<F>() : w.weight_hh.data<F>();
 
     // a = x @ W_ih^T   (B*T, 4H): the input's share of every step's gates, one GEMM
-    blas::gemm(false, true, B * T, G, I, F(1), x.data<F>(), I, w.weight_ih.data<F>(), I, F(0), a, G);
+    // (float32 packed too: the kernel runs ~2x OpenBLAS's rate where it has AVX-512
+    // and OpenBLAS does not use it, and ~0.95x where both run AVX2)
+    if constexpr (packed)
+      blas::gemm_packed(B * T, x.data<F>(), I, blas::PackedMatrix(w.weight_ih.data<F>(), G, I, I), F(0), a, G);
+    else
+      blas::gemm(false, true, B * T, G, I, F(1), x.data<F>(), I, w.weight_ih.data<F>(), I, F(0), a, G);
     for (std::int64_t b = 0; b < B; ++b) {
       copy_row(hp + (b * T + first) * H, initial.h.data<F>() + b * H, H);
       copy_row(cp + (b * T + first) * H, initial.c.data<F>() + b * H, H);
@@ -113,7 +125,10 @@ LSTMSequenceOutput lstm_sequence(const Tensor& x, const LSTMState& initial, cons
       const std::int64_t t = first + s * dir;
       const bool last = s == T - 1;
       // a[:, t] += h_prev[:, t] @ W_hh^T   (B, 4H): the recurrent share, one GEMM per step
-      blas::gemm(false, !small, B, G, H, F(1), hp + t * H, T * H, w_hh, small ? G : H, F(1), a + t * G, T * G);
+      if constexpr (packed)
+        blas::gemm_packed(B, hp + t * H, T * H, w_hh_packed, F(1), a + t * G, T * G);
+      else
+        blas::gemm(false, !small, B, G, H, F(1), hp + t * H, T * H, w_hh, small ? G : H, F(1), a + t * G, T * G);
       for (std::int64_t b = 0; b < B; ++b) {
         const std::int64_t row = b * T + t;
         // where the state after this step goes: the next step's h_prev/c_prev, or the final state
@@ -150,6 +165,10 @@ LSTMSequenceOutput lstm_sequence(const Tensor& x, const LSTMState& initial, cons
              const F* a = gates.data<F>();
              const F* cp = c_prev.data<F>();
              const F* tc = tanh_c.data<F>();
+             // float32: W_hh packed once for the T products below, as in the forward
+             constexpr bool packed = std::is_same_v<F, float>;
+             blas::PackedMatrix w_hh_packed;  // holds W_hh^T (H, 4H): dh_prev = da @ W_hh
+             if constexpr (packed) w_hh_packed = blas::PackedMatrix::from_transposed(w_hh.data<F>(), H, G, H);
              for (std::int64_t s = T - 1; s >= 0; --s) {
                const std::int64_t t = first + s * dir;
                for (std::int64_t b = 0; b < B; ++b) {
@@ -169,15 +188,23 @@ LSTMSequenceOutput lstm_sequence(const Tensor& x, const LSTMState& initial, cons
                  }
                }
                // forward: a[:, t] += h_prev[:, t] @ W_hh^T   ->   dh_prev (B, H) += da[:, t] (B, 4H) @ W_hh (4H, H)
-               blas::gemm(false, false, B, H, G, F(1), da + t * G, T * G, w_hh.data<F>(), H, F(1), pdh, H);
+               if constexpr (packed)
+                 blas::gemm_packed(B, da + t * G, T * G, w_hh_packed, F(1), pdh, H);
+               else
+                 blas::gemm(false, false, B, H, G, F(1), da + t * G, T * G, w_hh.data<F>(), H, F(1), pdh, H);
              }
              // what reaches the first step is the gradient of the initial state
              if (g.needs(1)) g.dx(1).add_(dh);
              if (g.needs(2)) g.dx(2).add_(dc);
              // Every step at once, rows (b, t) of da against the same rows of x and h_prev:
              // forward: a = x @ W_ih^T + b_ih + h_prev @ W_hh^T + b_hh
-             if (g.needs(0))  // dx (B*T, I) += da (B*T, 4H) @ W_ih (4H, I)
-               blas::gemm(false, false, B * T, I, G, F(1), da, G, w_ih.data<F>(), I, F(1), g.dx(0).data<F>(), I);
+             if (g.needs(0)) {  // dx (B*T, I) += da (B*T, 4H) @ W_ih (4H, I)
+               if constexpr (packed)
+                 blas::gemm_packed(B * T, da, G, blas::PackedMatrix::from_transposed(w_ih.data<F>(), I, G, I), F(1),
+                                   g.dx(0).data<F>(), I);
+               else
+                 blas::gemm(false, false, B * T, I, G, F(1), da, G, w_ih.data<F>(), I, F(1), g.dx(0).data<F>(), I);
+             }
              if (g.needs(3))  // dW_ih (4H, I) += da^T (4H, B*T) @ x (B*T, I)
                blas::gemm(true, false, G, I, B * T, F(1), da, G, x.data<F>(), I, F(1), g.dx(3).data<F>(), I);
              if (g.needs(4))  // dW_hh (4H, H) += da^T (4H, B*T) @ h_prev (B*T, H)

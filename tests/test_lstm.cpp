@@ -106,8 +106,9 @@ TEST_CASE("LSTM: a tiny sequence worked out by hand, with and without padding") 
   CHECK(one.c_n.at({0, 0, 0}) == doctest::Approx(1.3807970779778824).epsilon(1e-14));
 }
 
-// B = 4 runs the recurrent GEMM on a transposed copy of W_hh (small batches),
-// B = 37 on W_hh itself (see kTransposedWeightsBelow): both paths are checked.
+// float64: B = 4 runs the recurrent GEMM on a transposed copy of W_hh (small
+// batches), B = 37 on W_hh itself (see kTransposedWeightsBelow); float32 on W_hh
+// packed (core/packed_gemm.hpp), whose row blocks B = 37 does not fill.
 void check_sequence_fused_equals_composed(Generator& gen, std::int64_t B) {
   const std::int64_t T = 5, I = 3, H = 4;
   std::vector<std::int64_t> lengths{5, 1, 3, 4};  // unsorted, with a single-token row

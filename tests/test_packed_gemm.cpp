@@ -79,6 +79,14 @@ void check_against_gemm(std::int64_t M, std::int64_t N, std::int64_t K, std::int
   std::vector<float> got = y0;
   blas::gemm_packed(M, x.data(), ldx, packed, beta, got.data(), ldy);
   check_result(got, expected, y0, M, N, K, ldy);
+  // The same W packed from its transpose W^T (K, N), rows ldw apart
+  std::vector<float> wt(static_cast<std::size_t>(std::max<std::int64_t>(K * ldy, 1)), 7.0f);
+  for (std::int64_t n = 0; n < N; ++n)
+    for (std::int64_t k = 0; k < K; ++k) wt[k * ldy + n] = w[n * ldw + k];
+  const blas::PackedMatrix from_t = blas::PackedMatrix::from_transposed(wt.data(), N, K, ldy);
+  got = y0;
+  blas::gemm_packed(M, x.data(), ldx, from_t, beta, got.data(), ldy);
+  check_result(got, expected, y0, M, N, K, ldy);
   for (PackedKernel kernel : kernels_here()) {
     CAPTURE(static_cast<int>(kernel));
     got = y0;
@@ -156,6 +164,8 @@ TEST_CASE("gemm_packed: wrong sizes and strides are errors that say what is wron
                        "PackedMatrix: the row stride 3 of W (3, 4) is below its 4 columns", Error);
   CHECK_THROWS_WITH_AS(blas::PackedMatrix(w.data(), -1, 4, 4), "PackedMatrix: sizes must be >= 0, got W (-1, 4)",
                        Error);
+  CHECK_THROWS_WITH_AS(blas::PackedMatrix::from_transposed(w.data(), 4, 3, 3),
+                       "PackedMatrix: the row stride 3 of W^T (3, 4) is below its 4 columns", Error);
   const blas::PackedMatrix packed(w.data(), 3, 4, 4);
   std::vector<float> x(8), y(6);
   CHECK_THROWS_WITH_AS(blas::gemm_packed(2, x.data(), 3, packed, 0.0f, y.data(), 3),
