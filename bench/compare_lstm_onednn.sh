@@ -4,12 +4,12 @@
 # process for ROUNDS rounds (default 7), after checking that both compute the
 # same outputs and gradients, and prints each side's median and range. It is
 # built with the release preset when oneDNN (libdnnl-dev) is installed.
-# oneDNN JIT-compiles for the widest vectors the CPU has (its "ISA" line), while
-# OpenBLAS runs the kernels its "kernels" line names; ONEDNN_MAX_CPU_ISA (AVX2,
-# AVX512_CORE, ...) caps oneDNN, to compare the two at the same vector width.
+# oneDNN JIT-compiles for the widest vectors the CPU has (its "ISA" line; the
+# variable ONEDNN_MAX_CPU_ISA=AVX2 caps it). attend's layer runs its products by
+# the weights on its own packed kernel, at the CPU's widest vectors too, and the
+# weight gradients' on OpenBLAS, with the kernels its "kernels" line names.
 # Usage, from the repository root (about a minute on an idle 2-vCPU machine):
 #   bench/compare_lstm_onednn.sh
-#   ONEDNN_MAX_CPU_ISA=AVX2 bench/compare_lstm_onednn.sh
 set -euo pipefail
 program="${BENCH_LSTM_ONEDNN:-build/release/bench/bench_lstm_onednn}"
 if [[ ! -x "$program" ]]; then

@@ -13,13 +13,15 @@ namespace attend::blas {
 PackedMatrix::PackedMatrix(std::int64_t n, std::int64_t k) : n_(n), k_(k) {
   if (n < 0 || k < 0) fail("PackedMatrix: sizes must be >= 0, got W ({}, {})", n, k);
   const std::int64_t panels = (n + kPanel - 1) / kPanel;
-  data_.assign(static_cast<std::size_t>(panels * k * kPanel), 0.0f);
+  data_ = attend::empty({panels * k * kPanel}, Float32);  // the packers fill every column below n
+  if (n % kPanel != 0)  // the columns past n, in the last panel, are zeros
+    std::fill_n(data_.data<float>() + (panels - 1) * k * kPanel, k * kPanel, 0.0f);
 }
 
 PackedMatrix::PackedMatrix(const float* w, std::int64_t n, std::int64_t k, std::int64_t ldw) : PackedMatrix(n, k) {
   if (ldw < k) fail("PackedMatrix: the row stride {} of W ({}, {}) is below its {} columns", ldw, n, k, k);
   for (std::int64_t p = 0; p * kPanel < n; ++p) {
-    float* out = data_.data() + p * k * kPanel;
+    float* out = data_.data<float>() + p * k * kPanel;
     for (std::int64_t j = 0; j < kPanel && p * kPanel + j < n; ++j) {
       const float* w_row = w + (p * kPanel + j) * ldw;  // W[16p + j, :]
       for (std::int64_t kk = 0; kk < k; ++kk) out[kk * kPanel + j] = w_row[kk];
@@ -31,7 +33,7 @@ PackedMatrix PackedMatrix::from_transposed(const float* wt, std::int64_t n, std:
   PackedMatrix m(n, k);
   if (ldwt < n) fail("PackedMatrix: the row stride {} of W^T ({}, {}) is below its {} columns", ldwt, k, n, n);
   for (std::int64_t p = 0; p * kPanel < n; ++p) {
-    float* out = m.data_.data() + p * k * kPanel;
+    float* out = m.data_.data<float>() + p * k * kPanel;
     const std::int64_t cols = std::min(kPanel, n - p * kPanel);
     for (std::int64_t kk = 0; kk < k; ++kk)  // panel row kk: W[16p .. 16p + 15, kk] = W^T[kk, 16p ..]
       std::copy(wt + kk * ldwt + p * kPanel, wt + kk * ldwt + p * kPanel + cols, out + kk * kPanel);

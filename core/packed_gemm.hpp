@@ -8,7 +8,8 @@
 // Letters: x (M, K) the rows, W (N, K) as a linear layer's weight, y (M, N).
 // float only; blas::gemm(false, true, ...) is the oracle (tests/test_packed_gemm.cpp).
 #include <cstdint>
-#include <vector>
+
+#include "core/tensor.hpp"
 
 namespace attend::blas {
 
@@ -28,12 +29,15 @@ class PackedMatrix {
   std::int64_t k() const { return k_; }
   bool empty() const { return n_ == 0; }
   // Panel p: (k, 16), row kk holding W[16p + j][kk] for j = 0..15, zeros past n.
-  const float* panel(std::int64_t p) const { return data_.data() + p * k_ * kPanel; }
+  const float* panel(std::int64_t p) const { return data_.data<float>() + p * k_ * kPanel; }
 
  private:
   PackedMatrix(std::int64_t n, std::int64_t k);  // zeros, for the two packers
   std::int64_t n_ = 0, k_ = 0;
-  std::vector<float> data_;  // ceil(n / 16) panels, one after another
+  // ceil(n / 16) panels, one after another. A tensor, so that its memory comes
+  // from the storage cache (core/storage.hpp), as a training step packs again
+  // every time: fresh pages cost more than packing here.
+  Tensor data_;
 };
 
 // y (m, N) = x (m, K) @ W^T + beta * y, with W packed; rows of x ldx apart,

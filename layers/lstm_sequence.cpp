@@ -205,10 +205,27 @@ LSTMSequenceOutput lstm_sequence(const Tensor& x, const LSTMState& initial, cons
                else
                  blas::gemm(false, false, B * T, I, G, F(1), da, G, w_ih.data<F>(), I, F(1), g.dx(0).data<F>(), I);
              }
-             if (g.needs(3))  // dW_ih (4H, I) += da^T (4H, B*T) @ x (B*T, I)
-               blas::gemm(true, false, G, I, B * T, F(1), da, G, x.data<F>(), I, F(1), g.dx(3).data<F>(), I);
-             if (g.needs(4))  // dW_hh (4H, H) += da^T (4H, B*T) @ h_prev (B*T, H)
-               blas::gemm(true, false, G, H, B * T, F(1), da, G, h_prev.data<F>(), H, F(1), g.dx(4).data<F>(), H);
+             if constexpr (packed) {
+               // The same two products on the packed kernel: da^T made once, as rows
+               // (a tiled transpose), and x and h_prev packed from their rows as the W^T
+               // of y = da^T @ W^T.
+               if (g.needs(3) || g.needs(4)) {
+                 const Tensor da_t = transpose(reshape(dgates, Shape{B * T, G}), 0, 1);  // (4H, B*T)
+                 if (g.needs(3))  // dW_ih (4H, I) += da^T (4H, B*T) @ x (B*T, I)
+                   blas::gemm_packed(G, da_t.data<F>(), B * T,
+                                     blas::PackedMatrix::from_transposed(x.data<F>(), I, B * T, I), F(1),
+                                     g.dx(3).data<F>(), I);
+                 if (g.needs(4))  // dW_hh (4H, H) += da^T (4H, B*T) @ h_prev (B*T, H)
+                   blas::gemm_packed(G, da_t.data<F>(), B * T,
+                                     blas::PackedMatrix::from_transposed(h_prev.data<F>(), H, B * T, H), F(1),
+                                     g.dx(4).data<F>(), H);
+               }
+             } else {
+               if (g.needs(3))  // dW_ih (4H, I) += da^T (4H, B*T) @ x (B*T, I)
+                 blas::gemm(true, false, G, I, B * T, F(1), da, G, x.data<F>(), I, F(1), g.dx(3).data<F>(), I);
+               if (g.needs(4))  // dW_hh (4H, H) += da^T (4H, B*T) @ h_prev (B*T, H)
+                 blas::gemm(true, false, G, H, B * T, F(1), da, G, h_prev.data<F>(), H, F(1), g.dx(4).data<F>(), H);
+             }
              if (g.needs(5) || g.needs(6)) {  // db_ih += sum over rows of da;  db_hh likewise
                Tensor db = zeros({G}, x.dtype());
                F* pdb = db.data<F>();
