@@ -36,11 +36,6 @@ void sum_biases(const LSTMWeights& w, T* b) {
   for (std::int64_t k = 0, n = w.bias_ih.numel(); k < n; ++k) b[k] = b_ih[k] + b_hh[k];
 }
 
-// W (rows, cols) float32, packed for blas::gemm_packed.
-std::shared_ptr<const blas::PackedMatrix> pack_weight(const Tensor& W) {
-  return std::make_shared<const blas::PackedMatrix>(W.data<float>(), W.size(0), W.size(1), W.size(1));
-}
-
 }  // namespace
 
 LSTMSizes check_lstm_weights(const char* op, const LSTMWeights& w) {
@@ -81,13 +76,18 @@ LSTMState lstm_cell(const Tensor& x, const LSTMState& state, const LSTMWeights& 
   check_dtype(op, "x", x, w);
   check_dtype(op, "state.h", state.h, w);
   check_dtype(op, "state.c", state.c, w);
-  const bool packed = w.packed_ih || w.packed_hh;
+  const bool packed = w.packed_ih || w.packed_hh || w.packed_ih_t || w.packed_hh_t;
   if (packed) {
-    if (!w.packed_ih || !w.packed_hh) fail("{}: packed_ih and packed_hh come together; only one is set", op);
+    if (!w.packed_ih || !w.packed_hh || !w.packed_ih_t || !w.packed_hh_t)
+      fail("{}: packed_ih, packed_hh, packed_ih_t and packed_hh_t come together; only some are set", op);
     if (x.dtype() != Float32) fail("{}: packed weights are float32 only, and the weights are {}", op, x.dtype());
     if (w.packed_ih->n() != 4 * H || w.packed_ih->k() != I || w.packed_hh->n() != 4 * H || w.packed_hh->k() != H)
       fail("{}: packed_ih must hold (4H, I) = ({}, {}) and packed_hh (4H, H) = ({}, {}), got ({}, {}) and ({}, {})", op,
            4 * H, I, 4 * H, H, w.packed_ih->n(), w.packed_ih->k(), w.packed_hh->n(), w.packed_hh->k());
+    if (w.packed_ih_t->n() != I || w.packed_ih_t->k() != 4 * H || w.packed_hh_t->n() != H ||
+        w.packed_hh_t->k() != 4 * H)
+      fail("{}: packed_ih_t must hold (I, 4H) = ({}, {}) and packed_hh_t (H, 4H) = ({}, {}), got ({}, {}) and ({}, {})",
+           op, I, 4 * H, H, 4 * H, w.packed_ih_t->n(), w.packed_ih_t->k(), w.packed_hh_t->n(), w.packed_hh_t->k());
   }
   const bool transposed = w.weight_ih_t.defined() || w.weight_hh_t.defined();
   if (transposed) {
@@ -133,7 +133,8 @@ LSTMState lstm_cell(const Tensor& x, const LSTMState& state, const LSTMWeights& 
 
   record(op, {x, h_prev, c_prev, w.weight_ih, w.weight_hh, w.bias_ih, w.bias_hh}, {&h, &c},
          [x = x.detach(), h_prev = h_prev.detach(), c_prev = c_prev.detach(), w_ih = w.weight_ih.detach(),
-          w_hh = w.weight_hh.detach(), gates, tanh_c, B, I, H](Grads& g) {
+          w_hh = w.weight_hh.detach(), packed_ih_t = w.packed_ih_t, packed_hh_t = w.packed_hh_t, gates, tanh_c, B, I,
+          H](Grads& g) {
            dispatch(x.dtype(), [&](auto zero) {
              using T = decltype(zero);
              // The gate math backward, row by row (lstm_kernels.cpp): from dh and dc to
@@ -146,12 +147,21 @@ LSTMState lstm_cell(const Tensor& x, const LSTMState& state, const LSTMWeights& 
                                           dc.data<T>() + b * H, da.data<T>() + b * 4 * H);
              const T* pda = da.data<T>();
              // forward: a = x @ W_ih^T + b_ih + h_prev @ W_hh^T + b_hh
-             if (g.needs(0))  // dx (B, I) += da (B, 4H) @ W_ih (4H, I)
-               blas::gemm(false, false, B, I, 4 * H, T(1), pda, 4 * H, w_ih.data<T>(), I, T(1),
-                          g.dx(0).data<T>(), I);
-             if (g.needs(1))  // dh_prev (B, H) += da (B, 4H) @ W_hh (4H, H)
-               blas::gemm(false, false, B, H, 4 * H, T(1), pda, 4 * H, w_hh.data<T>(), H, T(1),
-                          g.dx(1).data<T>(), H);
+             // dx (B, I) += da (B, 4H) @ W_ih (4H, I);  dh_prev (B, H) += da (B, 4H) @ W_hh (4H, H)
+             if constexpr (std::is_same_v<T, float>) {
+               if (packed_ih_t) {  // the same products on the packed kernel
+                 if (g.needs(0)) blas::gemm_packed(B, pda, 4 * H, *packed_ih_t, T(1), g.dx(0).data<T>(), I);
+                 if (g.needs(1)) blas::gemm_packed(B, pda, 4 * H, *packed_hh_t, T(1), g.dx(1).data<T>(), H);
+               }
+             }
+             if (!packed_ih_t) {
+               if (g.needs(0))
+                 blas::gemm(false, false, B, I, 4 * H, T(1), pda, 4 * H, w_ih.data<T>(), I, T(1),
+                            g.dx(0).data<T>(), I);
+               if (g.needs(1))
+                 blas::gemm(false, false, B, H, 4 * H, T(1), pda, 4 * H, w_hh.data<T>(), H, T(1),
+                            g.dx(1).data<T>(), H);
+             }
              if (g.needs(2)) g.dx(2).add_(dc);  // dc_prev += dc * f
              if (g.needs(3))  // dW_ih (4H, I) += da^T (4H, B) @ x (B, I)
                blas::gemm(true, false, 4 * H, I, B, T(1), pda, 4 * H, x.data<T>(), I, T(1), g.dx(3).data<T>(), I);
@@ -232,9 +242,18 @@ LSTMState LSTMCell::forward(const Tensor& x, const LSTMState& state) const {
 
 LSTMWeights LSTMCell::step_weights(std::int64_t batch) const {
   LSTMWeights w = w_;
-  if (batch < kTransposedWeightsBelow && w_.weight_ih.dtype() == Float32) {
-    w.packed_ih = pack_weight(w_.weight_ih);
-    w.packed_hh = pack_weight(w_.weight_hh);
+  if (w_.weight_ih.dtype() == Float32) {
+    const auto pack = [](const Tensor& W) {  // W (rows, cols)
+      return std::make_shared<const blas::PackedMatrix>(W.data<float>(), W.size(0), W.size(1), W.size(1));
+    };
+    const auto pack_transposed = [](const Tensor& W) {  // W^T, for products by W itself
+      return std::make_shared<const blas::PackedMatrix>(
+          blas::PackedMatrix::from_transposed(W.data<float>(), W.size(1), W.size(0), W.size(1)));
+    };
+    w.packed_ih = pack(w_.weight_ih);
+    w.packed_hh = pack(w_.weight_hh);
+    w.packed_ih_t = pack_transposed(w_.weight_ih);
+    w.packed_hh_t = pack_transposed(w_.weight_hh);
   } else if (batch < kTransposedWeightsBelow) {
     NoGradGuard no_grad;  // copies for speed, outside the graph
     w.weight_ih_t = transpose(w_.weight_ih.detach(), 0, 1);  // a copy: tensors are contiguous

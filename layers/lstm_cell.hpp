@@ -49,17 +49,21 @@ struct LSTMWeights {
   // transposes of the weights; gradients still go to weight_ih and weight_hh.
   Tensor weight_ih_t{};  // (default-initialised, so that {W_ih, W_hh, b_ih, b_hh} still reads as complete)
   Tensor weight_hh_t{};
-  // Optional, for speed only, float32: weight_ih and weight_hh packed once for
-  // blas::gemm_packed (core/packed_gemm.hpp), which multiplies a few rows by them
-  // without OpenBLAS's packing of the weight at every call. step_weights makes
-  // these for float32 cells and the transposed copies for float64 ones. Shared,
-  // so that copies of the weights share one packing.
+  // Optional, for speed only, float32: the weights packed once for
+  // blas::gemm_packed (core/packed_gemm.hpp), which multiplies rows by them
+  // without OpenBLAS's packing of the weight at every call: packed_ih and
+  // packed_hh for the forward (x @ W_ih^T, h_prev @ W_hh^T), packed_ih_t and
+  // packed_hh_t for the backward (da @ W_ih, da @ W_hh). All four or none.
+  // step_weights makes them for float32 cells. Shared, so that copies of the
+  // weights share one packing.
   std::shared_ptr<const blas::PackedMatrix> packed_ih{};
   std::shared_ptr<const blas::PackedMatrix> packed_hh{};
+  std::shared_ptr<const blas::PackedMatrix> packed_ih_t{};
+  std::shared_ptr<const blas::PackedMatrix> packed_hh_t{};
 };
 
-// Below this batch size the transposed copies and the packed weights pay for
-// themselves (at 64 rows OpenBLAS's transposed product is as fast as the plain one).
+// Below this batch size the transposed copies (float64) pay for themselves (at
+// 64 rows OpenBLAS's transposed product is as fast as the plain one).
 inline constexpr std::int64_t kTransposedWeightsBelow = 32;
 
 // One step: x (B, I), state.h and state.c (B, H) -> h, c (B, H). Recorded as the
@@ -92,8 +96,9 @@ class LSTMCell : public Module {
   std::int64_t hidden_size() const { return hidden_size_; }
   const LSTMWeights& weights() const { return w_; }
   // The weights for running many steps on batches of `batch` rows until the next
-  // parameter update: when batch < kTransposedWeightsBelow, with the weights packed
-  // (float32) or the transposed copies (float64).
+  // parameter update: float32 with the weights packed (the packed kernel is at
+  // least OpenBLAS's speed at every batch size measured, 16 to 1,920 rows:
+  // bench_packed), float64 with the transposed copies when batch < kTransposedWeightsBelow.
   // Make them again after the parameters change.
   LSTMWeights step_weights(std::int64_t batch) const;
   // One step with weights from step_weights().

@@ -140,12 +140,17 @@ TEST_CASE("LSTMCell: steps with the transposed copies (float64) or packed weight
     } else {
       REQUIRE(w.packed_ih);
       REQUIRE(w.packed_hh);
+      REQUIRE(w.packed_ih_t);
+      REQUIRE(w.packed_hh_t);
       CHECK(!w.weight_ih_t.defined());
       CHECK((w.packed_ih->n() == 4 * H && w.packed_ih->k() == I && w.packed_hh->n() == 4 * H && w.packed_hh->k() == H));
+      CHECK((w.packed_ih_t->n() == I && w.packed_ih_t->k() == 4 * H && w.packed_hh_t->n() == H &&
+             w.packed_hh_t->k() == 4 * H));
     }
-    const LSTMWeights large = cell.step_weights(kTransposedWeightsBelow);  // large batches: neither
+    // Large batches: float32 is packed at every size, float64 gets no copies.
+    const LSTMWeights large = cell.step_weights(kTransposedWeightsBelow);
     CHECK(!large.weight_ih_t.defined());
-    CHECK(!large.packed_ih);
+    CHECK(static_cast<bool>(large.packed_ih) == (dtype == Float32));
     Tensor x = normal({B, I}, 0, 1, gen, dtype).requires_grad_();
     Tensor h0 = normal({B, H}, 0, 1, gen, dtype).requires_grad_();
     Tensor c0 = normal({B, H}, 0, 1, gen, dtype).requires_grad_();
@@ -278,7 +283,19 @@ TEST_CASE("lstm_cell: shape and dtype errors") {
   LSTMWeights one_packed = w;
   one_packed.packed_ih = packed.packed_ih;
   CHECK_THROWS_WITH_AS(lstm_cell(zeros({2, 3}), {h, c}, one_packed),
-                       "lstm_cell: packed_ih and packed_hh come together; only one is set", Error);
+                       "lstm_cell: packed_ih, packed_hh, packed_ih_t and packed_hh_t come together; only some are set",
+                       Error);
+  LSTMWeights no_backward = packed;
+  no_backward.packed_hh_t = nullptr;
+  CHECK_THROWS_WITH_AS(lstm_cell(zeros({2, 3}), {h, c}, no_backward),
+                       "lstm_cell: packed_ih, packed_hh, packed_ih_t and packed_hh_t come together; only some are set",
+                       Error);
+  LSTMWeights swapped_t = packed;
+  std::swap(swapped_t.packed_ih_t, swapped_t.packed_hh_t);
+  CHECK_THROWS_WITH_AS(lstm_cell(zeros({2, 3}), {h, c}, swapped_t),
+                       "lstm_cell: packed_ih_t must hold (I, 4H) = (3, 16) and packed_hh_t (H, 4H) = (4, 16), got (4, "
+                       "16) and (3, 16)",
+                       Error);
   LSTMWeights swapped = packed;
   std::swap(swapped.packed_ih, swapped.packed_hh);
   CHECK_THROWS_WITH_AS(lstm_cell(zeros({2, 3}), {h, c}, swapped),
@@ -288,6 +305,8 @@ TEST_CASE("lstm_cell: shape and dtype errors") {
   LSTMWeights doubles{w.weight_ih.to(Float64), w.weight_hh.to(Float64), w.bias_ih.to(Float64), w.bias_hh.to(Float64)};
   doubles.packed_ih = packed.packed_ih;
   doubles.packed_hh = packed.packed_hh;
+  doubles.packed_ih_t = packed.packed_ih_t;
+  doubles.packed_hh_t = packed.packed_hh_t;
   CHECK_THROWS_WITH_AS(lstm_cell(zeros({2, 3}, Float64), {h.to(Float64), c.to(Float64)}, doubles),
                        "lstm_cell: packed weights are float32 only, and the weights are float64", Error);
   LSTMCell other(3, 4, gen);
