@@ -9,8 +9,9 @@
 //
 // Usage: bench_lstm [threads ...]   (default: 1 2). Prints one line per thread count:
 //   attend threads=1 forward_backward_ms=... forward_ms=... gemm_only_ms=...
-// gemm_only is the same sequence of GEMMs the fused op makes, without the gate
-// math or anything else: the floor for this algorithm on this BLAS.
+// gemm_only is the same sequence of products the fused op makes (all of them on
+// the packed kernel, core/packed_gemm.hpp), without the gate math, the transpose
+// of da or anything else: the floor for this algorithm with these kernels.
 #include <cstdint>
 #include <cstdlib>
 #include <vector>
