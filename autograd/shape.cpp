@@ -10,11 +10,8 @@
 #include <cstring>
 #include <utility>
 
-#if defined(__SSE2__)
-#include <xmmintrin.h>
-#endif
-
 #include "autograd/ops.hpp"
+#include "core/transpose.hpp"
 
 namespace attend {
 
@@ -48,44 +45,6 @@ void copy_rows(std::int64_t rows, std::int64_t width, const T* src, std::int64_t
   }
 }
 
-// dst (b, a) = src (a, b)^T (or +=), 16 x 16 tiles at a time: row by row,
-// one of the two sides strides a whole row per element and leaves the cache
-// line behind; in tiles both sides reuse each line they touch (decoding
-// transposes its output projection's (V, H) weight once per search).
-template <class T, bool kAccumulate>
-void transpose_tiles(const T* src, T* dst, std::int64_t a, std::int64_t b) {
-  constexpr std::int64_t kTile = 16;
-  for (std::int64_t i0 = 0; i0 < a; i0 += kTile)
-    for (std::int64_t j0 = 0; j0 < b; j0 += kTile) {
-      const std::int64_t i1 = std::min(i0 + kTile, a), j1 = std::min(j0 + kTile, b);
-      std::int64_t i4 = i0, j4 = j0;  // where the 4 x 4 blocks end
-#if defined(__SSE2__)
-      if constexpr (std::is_same_v<T, float> && !kAccumulate) {
-        // Whole 4 x 4 blocks by SSE: four rows in, transposed in registers,
-        // four rows out (a scalar loop moved one float per cycle at best).
-        i4 = i0 + (i1 - i0) / 4 * 4;
-        j4 = j0 + (j1 - j0) / 4 * 4;
-        for (std::int64_t i = i0; i < i4; i += 4)
-          for (std::int64_t j = j0; j < j4; j += 4) {
-            __m128 r0 = _mm_loadu_ps(src + i * b + j), r1 = _mm_loadu_ps(src + (i + 1) * b + j);
-            __m128 r2 = _mm_loadu_ps(src + (i + 2) * b + j), r3 = _mm_loadu_ps(src + (i + 3) * b + j);
-            _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
-            _mm_storeu_ps(dst + j * a + i, r0);
-            _mm_storeu_ps(dst + (j + 1) * a + i, r1);
-            _mm_storeu_ps(dst + (j + 2) * a + i, r2);
-            _mm_storeu_ps(dst + (j + 3) * a + i, r3);
-          }
-      }
-#endif
-      // The rest: everything, or the edges the blocks left (rows from i4, columns from j4).
-      for (std::int64_t j = j0; j < j1; ++j)
-        for (std::int64_t i = (j < j4 ? i4 : i0); i < i1; ++i) {
-          if constexpr (kAccumulate) dst[j * a + i] += src[i * b + j];
-          else dst[j * a + i] = src[i * b + j];
-        }
-    }
-}
-
 // src is laid out (outer, a, mid, b, inner), dst (outer, b, mid, a, inner):
 // dst[o, j, m, i, :] (= or +=) src[o, i, m, j, :]. Writes dst in order (a plain
 // matrix transpose, mid = inner = 1, in tiles).
@@ -94,8 +53,8 @@ void swap_axes(const T* src, T* dst, std::int64_t outer, std::int64_t a, std::in
                std::int64_t inner, bool accumulate) {
   if (mid == 1 && inner == 1) {  // a plain matrix transpose per outer index: in tiles
     for (std::int64_t o = 0; o < outer; ++o) {
-      if (accumulate) transpose_tiles<T, true>(src + o * a * b, dst + o * a * b, a, b);
-      else transpose_tiles<T, false>(src + o * a * b, dst + o * a * b, a, b);
+      if (accumulate) transpose_tiles<T, true>(src + o * a * b, b, dst + o * a * b, a, a, b);
+      else transpose_tiles<T, false>(src + o * a * b, b, dst + o * a * b, a, a, b);
     }
     return;
   }

@@ -63,6 +63,9 @@ std::vector<Row> measure(const Tensor& a, const Tensor& b, const Tensor& a_grad)
 }  // namespace
 
 int main() {
+  // The wrapper's cost over the bare OpenBLAS call: both sides on OpenBLAS, not
+  // on the packed kernel blas::gemm would otherwise pick for float32 (blas.hpp).
+  blas::set_packed_routing(false);
   bench::print_kernels();  // which kernels the products below run on
   Generator gen(0);
   Tensor a = normal({kN, kN}, 0, 1, gen);

@@ -5,7 +5,11 @@
 // operand, as the float64 path does). Every packed kernel this CPU runs is
 // timed, the widest of which is the one attend uses.
 //
-// Usage: bench_packed   (about 20 seconds)
+// Then the products blas::gemm hands to the packed kernel (blas.hpp), which
+// packs op(B) at every call, and transposes A first for op(A) = A^T: C = A @ B^T
+// (NT), A @ B (NN) and A^T @ B (TN), against OpenBLAS doing the same.
+//
+// Usage: bench_packed   (about 40 seconds)
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -43,11 +47,40 @@ double rate(const Shape3& s, F&& product) {
   return bench::median(runs);
 }
 
+// C (m, n) = op(A) @ op(B) for the three kinds of product, each by OpenBLAS and
+// by packing at the call (detail::gemm_by_packing, the widest kernel).
+void repacked(const std::vector<Shape3>& shapes) {
+  fmt::print("\n# C (m, n) = op(A) @ op(B), float32, 1 thread, GFLOP/s: OpenBLAS, and the packed kernel\n"
+             "# packing op(B) (and transposing A for TN) at every call\n");
+  fmt::print("{:>5} {:>5} {:>5}  {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}  {}\n", "m", "n", "k", "OpenBLAS NT",
+             "packed NT", "OpenBLAS NN", "packed NN", "OpenBLAS TN", "packed TN", "where attend runs it");
+  const blas::detail::PackedKernel widest = blas::detail::packed_kernel();
+  for (const Shape3& s : shapes) {
+    // A is (m, k), or (k, m) for TN; B is (n, k) for NT, (k, n) otherwise.
+    std::vector<float> a(static_cast<std::size_t>(s.m * s.k), 0.5f), b(static_cast<std::size_t>(s.n * s.k), 0.25f),
+        c(static_cast<std::size_t>(s.m * s.n));
+    std::string cells;
+    for (const auto& [ta, tb] : {std::pair{false, true}, std::pair{false, false}, std::pair{true, false}}) {
+      const std::int64_t lda = ta ? s.m : s.k, ldb = tb ? s.k : s.n;
+      const double openblas = rate(s, [&] {
+        blas::gemm(ta, tb, s.m, s.n, s.k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, c.data(), s.n);
+      });
+      const double packed = rate(s, [&] {
+        blas::detail::gemm_by_packing(ta, tb, s.m, s.n, s.k, a.data(), lda, b.data(), ldb, 0.0f, c.data(), s.n,
+                                      widest);
+      });
+      cells += fmt::format(" {:>11.1f} {:>11.1f}", openblas, packed);
+    }
+    fmt::print("{:>5} {:>5} {:>5} {}  {}\n", s.m, s.n, s.k, cells, s.where);
+  }
+}
+
 }  // namespace
 
 int main() {
   bench::print_kernels();
   blas::set_num_threads(1);
+  blas::set_packed_routing(false);  // "OpenBLAS" below is OpenBLAS
   const std::vector<Shape3> shapes = {
       {16, 1000, 64, "S decoding: output projection"},  {80, 1000, 64, "S beam K=5: output projection"},
       {64, 8000, 256, "M decoding: output projection"}, {16, 256, 96, "S decoder cell: x @ W_ih^T"},
@@ -83,5 +116,14 @@ int main() {
                                   }));
     fmt::print("{:>5} {:>5} {:>5}  {:>11.1f} {:>11.1f} {}  {}\n", s.m, s.n, s.k, nt, nn, packed_rates, s.where);
   }
+  repacked({
+      {320, 1000, 64, "S training: output projection (NT), dx (NN, k = V)"},
+      {1000, 64, 320, "S training: output projection's dW (TN)"},
+      {16, 64, 128, "S training: attention and combine layer, per step"},
+      {256, 96, 16, "S training: the decoder cell's dW per step (TN, k = B)"},
+      {64, 256, 512, "M decoding: the combine layer"},
+      {64, 256, 256, "M decoding: attention's W_q s"},
+      {1920, 256, 256, "M: attention's keys, W_k h for all steps"},
+  });
   return 0;
 }

@@ -23,6 +23,8 @@ inline double median(std::vector<double> v) {
 }
 
 // "# OpenBLAS kernels Cooperlake (why)": which kernels the products ran on.
-inline void print_kernels() { fmt::print("# OpenBLAS kernels {}\n", blas::kernels_in_use()); }
+inline void print_kernels() {
+  fmt::print("# OpenBLAS kernels {}\n# float32 products run on {}\n", blas::kernels_in_use(), blas::float_products());
+}
 
 }  // namespace attend::bench

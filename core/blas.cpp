@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <string>
 #include <tuple>
 
 #include "core/error.hpp"
@@ -82,10 +83,51 @@ std::vector<GemmShapeStats> gemm_shape_stats() {
   return out;
 }
 
+namespace {
+std::atomic<bool> packed_routing{true};
+
+bool avx512_kernels(const std::string& openblas_name) {
+  for (const char* name : {"SkylakeX", "Cooperlake", "SapphireRapids"})
+    if (openblas_name == name) return true;
+  return false;
+}
+
+// Whether a float32 product goes to the packed kernel. It does where that kernel
+// is AVX-512 and OpenBLAS's kernels are not: there it runs ~2x OpenBLAS's rate
+// even counting the packing of op(B) at every call (bench_packed), which OpenBLAS
+// does too. With AVX2 on both sides the two run level, and OpenBLAS's own
+// AVX-512 kernels are as fast; it also splits a product over threads, which the
+// packed kernel does not, so with more than one thread OpenBLAS keeps it.
+bool route_to_packed(float alpha) {
+  static const bool faster = detail::packed_kernel() == detail::PackedKernel::Avx512 && !avx512_kernels(openblas_get_corename());
+  return faster && alpha == 1.0f && packed_routing.load(std::memory_order_relaxed) && num_threads() == 1;
+}
+}  // namespace
+
+bool set_packed_routing(bool on) { return packed_routing.exchange(on); }
+bool packed_routing_active() { return route_to_packed(1.0f); }
+
+std::string float_products() {
+  const bool packed_avx512 = detail::packed_kernel() == detail::PackedKernel::Avx512;
+  if (!packed_routing.load()) return "OpenBLAS (set so), and attend's packed kernel for the weights it packs";
+  if (packed_avx512 && !avx512_kernels(openblas_get_corename()))
+    return "attend's packed AVX-512 kernel (core/packed_gemm.hpp) when OpenBLAS runs one thread, "
+           "OpenBLAS with more";
+  return packed_avx512 ? "OpenBLAS (its AVX-512 kernels), and attend's packed kernel for the weights it packs"
+                       : "OpenBLAS, and attend's packed kernel for the weights it packs";
+}
+
 void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
           const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
           std::int64_t ldc) {
   if (empty_product(m, n, k, beta, c, ldc)) return;
+  if (route_to_packed(alpha))
+    return timed(
+        trans_a, trans_b, m, n, k,
+        [&] {
+          detail::gemm_by_packing(trans_a, trans_b, m, n, k, a, lda, b, ldb, beta, c, ldc, detail::packed_kernel());
+        },
+        true);
   timed(trans_a, trans_b, m, n, k, [&] {
     cblas_sgemm(CblasRowMajor, op(trans_a), op(trans_b), static_cast<blasint>(m), static_cast<blasint>(n),
                 static_cast<blasint>(k), alpha, a, static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta,
@@ -136,8 +178,7 @@ std::string describe_kernels(const std::string& name, const std::string& config,
                              const CpuVectors& cpu) {
   std::string text = name + " (";
   text += coretype != nullptr ? "OPENBLAS_CORETYPE=" + std::string(coretype) : "OpenBLAS's own choice";
-  bool wide = false;
-  for (const char* avx512_kernels : {"SkylakeX", "Cooperlake", "SapphireRapids"}) wide = wide || name == avx512_kernels;
+  const bool wide = avx512_kernels(name);
   // Only a DYNAMIC_ARCH build holds other kernels to choose from.
   if (cpu.avx512 && !wide && config.find("DYNAMIC_ARCH") != std::string::npos)
     text += coretype != nullptr ? "; this CPU also runs OpenBLAS's AVX-512 kernels, up to twice as fast: "

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "core/error.hpp"
+#include "core/transpose.hpp"
 
 namespace attend::blas {
 
@@ -20,13 +21,10 @@ PackedMatrix::PackedMatrix(std::int64_t n, std::int64_t k) : n_(n), k_(k) {
 
 PackedMatrix::PackedMatrix(const float* w, std::int64_t n, std::int64_t k, std::int64_t ldw) : PackedMatrix(n, k) {
   if (ldw < k) fail("PackedMatrix: the row stride {} of W ({}, {}) is below its {} columns", ldw, n, k, k);
-  for (std::int64_t p = 0; p * kPanel < n; ++p) {
-    float* out = data_.data<float>() + p * k * kPanel;
-    for (std::int64_t j = 0; j < kPanel && p * kPanel + j < n; ++j) {
-      const float* w_row = w + (p * kPanel + j) * ldw;  // W[16p + j, :]
-      for (std::int64_t kk = 0; kk < k; ++kk) out[kk * kPanel + j] = w_row[kk];
-    }
-  }
+  // Panel p (k, 16) is the transpose of W's rows 16p .. 16p + 15 (fewer in the last).
+  for (std::int64_t p = 0; p * kPanel < n; ++p)
+    transpose_tiles<float, false>(w + p * kPanel * ldw, ldw, data_.data<float>() + p * k * kPanel, kPanel,
+                                  std::min(kPanel, n - p * kPanel), k);
 }
 
 PackedMatrix PackedMatrix::from_transposed(const float* wt, std::int64_t n, std::int64_t k, std::int64_t ldwt) {
@@ -194,6 +192,23 @@ void packed_product(std::int64_t m, const float* x, std::int64_t ldx, const Pack
   if (kernel == PackedKernel::Avx2) return run_avx2(m, x, ldx, w, beta, y, ldy);
 #endif
   run_baseline(m, x, ldx, w, beta, y, ldy);
+}
+
+void gemm_by_packing(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, const float* a,
+                     std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc,
+                     PackedKernel kernel) {
+  if (m < 0 || n < 0 || k < 0) fail("gemm_by_packing: sizes must be >= 0, got m {} n {} k {}", m, n, k);
+  if (lda < (trans_a ? m : k))
+    fail("gemm_by_packing: the row stride {} of A is below its {} columns", lda, trans_a ? m : k);
+  if (ldc < n) fail("gemm_by_packing: the row stride {} of C is below its {} columns", ldc, n);
+  // y = x @ W^T with x = op(A) and W = op(B)^T: op(B) (k, n) is W^T as it is,
+  // B itself (n, k) when trans_b.
+  const PackedMatrix w = trans_b ? PackedMatrix(b, n, k, ldb) : PackedMatrix::from_transposed(b, n, k, ldb);
+  if (!trans_a) return packed_product(m, a, lda, w, beta, c, ldc, kernel);
+  // op(A) = A^T: A is (k, m); its transpose as m rows of k
+  Tensor rows = attend::empty({m, k}, Float32);
+  transpose_tiles<float, false>(a, lda, rows.data<float>(), k, k, m);
+  packed_product(m, rows.data<float>(), k, w, beta, c, ldc, kernel);
 }
 
 }  // namespace detail

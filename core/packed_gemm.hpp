@@ -55,6 +55,15 @@ PackedKernel packed_kernel();                  // the widest that runs
 // Error when this CPU cannot run it.
 void packed_product(std::int64_t m, const float* x, std::int64_t ldx, const PackedMatrix& w, float beta, float* y,
                     std::int64_t ldy, PackedKernel kernel);
+
+// C (m, n) = op(A) @ op(B) + beta * C, as blas::gemm with alpha 1 (blas.hpp), on
+// the packed kernel: op(B) is packed afresh (as W = op(B)^T), and when trans_a
+// A is first transposed into rows of a scratch tensor. What blas::gemm runs for
+// float32 where this kernel is the faster (blas.cpp). Error on strides below
+// the sizes, as PackedMatrix.
+void gemm_by_packing(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, const float* a,
+                     std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc,
+                     PackedKernel kernel);
 }  // namespace detail
 
 }  // namespace attend::blas

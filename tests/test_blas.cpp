@@ -52,11 +52,14 @@ void check_against_naive(double tolerance) {
         const std::int64_t ldc = n + 3;
         const auto a = random_values<T>(static_cast<std::size_t>(a_rows * lda), gen);
         const auto b = random_values<T>(static_cast<std::size_t>(b_rows * ldb), gen);
+        // alpha 1: float32 products that blas::gemm may hand to the packed kernel (blas.hpp)
+        for (const T alpha : {T(1.5), T(1)})
         for (const T beta : {T(0), T(1), T(-0.5)}) {
           std::vector<T> c = random_values<T>(static_cast<std::size_t>(m * ldc), gen);
           std::vector<T> expected = c;
-          blas::gemm(ta, tb, m, n, k, T(1.5), a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
-          naive_gemm(ta, tb, m, n, k, T(1.5), a, lda, b, ldb, beta, expected, ldc);
+          blas::gemm(ta, tb, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
+          naive_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, expected, ldc);
+          CAPTURE(alpha);
           CAPTURE(ta);
           CAPTURE(tb);
           CAPTURE(m);

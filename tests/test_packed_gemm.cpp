@@ -1,14 +1,16 @@
 // core/packed_gemm: y = x @ W^T + beta * y with W packed once, held to
-// blas::gemm(false, true, ...) (the oracle) on every kind of edge: row counts
-// that fill no row block, columns that fill no panel, an odd number of panels,
-// strides wider than the rows, beta 0 (y never read), 1 and other; the empty
-// products; the argument checks; and its place in the timing counts.
+// OpenBLAS's blas::gemm(false, true, ...) (the oracle) on every kind of edge: row
+// counts that fill no row block, columns that fill no panel, an odd number of
+// panels, strides wider than the rows, beta 0 (y never read), 1 and other; the
+// empty products; the argument checks; and its place in the timing counts. Then
+// the products blas::gemm hands to it (gemm_by_packing), every transposition.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "core/blas.hpp"
@@ -27,6 +29,12 @@ std::vector<float> random_values(std::size_t n, Generator& gen) {
 }
 
 using blas::detail::PackedKernel;
+
+// While one lives, blas::gemm runs OpenBLAS for float32 too: the oracle.
+struct OpenBlasOnly {
+  bool was = blas::set_packed_routing(false);
+  ~OpenBlasOnly() { blas::set_packed_routing(was); }
+};
 
 // The kernels this CPU runs (the baseline always; AVX2 and AVX-512 where it has them).
 std::vector<PackedKernel> kernels_here() {
@@ -72,7 +80,10 @@ void check_against_gemm(std::int64_t M, std::int64_t N, std::int64_t K, std::int
     for (std::int64_t i = 0; i < M; ++i)
       for (std::int64_t j = 0; j < N; ++j) y0[i * ldy + j] = std::numeric_limits<float>::quiet_NaN();
   std::vector<float> expected = y0;
-  blas::gemm(false, true, M, N, K, 1.0f, x.data(), ldx, w.data(), ldw, beta, expected.data(), ldy);
+  {
+    const OpenBlasOnly oracle;
+    blas::gemm(false, true, M, N, K, 1.0f, x.data(), ldx, w.data(), ldw, beta, expected.data(), ldy);
+  }
   const blas::PackedMatrix packed(w.data(), N, K, ldw);
   CHECK(packed.n() == N);
   CHECK(packed.k() == K);
@@ -196,4 +207,121 @@ TEST_CASE("gemm_packed: counted by the timing as a packed (false, true, m, N, K)
   CHECK(shapes[0].n == 20);
   CHECK(shapes[0].k == 8);
   CHECK(shapes[0].calls == 2);
+}
+
+namespace {
+
+// gemm_by_packing against OpenBLAS for one transposition: A is (m, k), or (k, m)
+// when trans_a; B is (k, n), or (n, k) when trans_b; every stride `pad` wider
+// than its rows, whose padding must come back untouched in C.
+void check_by_packing(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, std::int64_t pad,
+                      float beta, Generator& gen) {
+  CAPTURE(trans_a);
+  CAPTURE(trans_b);
+  CAPTURE(M);
+  CAPTURE(N);
+  CAPTURE(K);
+  CAPTURE(pad);
+  CAPTURE(beta);
+  const std::int64_t lda = (trans_a ? M : K) + pad, ldb = (trans_b ? K : N) + pad, ldc = N + pad;
+  const std::int64_t a_rows = trans_a ? K : M, b_rows = trans_b ? N : K;
+  const std::vector<float> a = random_values(static_cast<std::size_t>(std::max<std::int64_t>(a_rows * lda, 1)), gen);
+  const std::vector<float> b = random_values(static_cast<std::size_t>(std::max<std::int64_t>(b_rows * ldb, 1)), gen);
+  std::vector<float> c0 = random_values(static_cast<std::size_t>(std::max<std::int64_t>(M * ldc, 1)), gen);
+  if (beta == 0.0f)  // beta 0 must not read C
+    for (std::int64_t i = 0; i < M; ++i)
+      for (std::int64_t j = 0; j < N; ++j) c0[i * ldc + j] = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> expected = c0;
+  {
+    const OpenBlasOnly oracle;
+    blas::gemm(trans_a, trans_b, M, N, K, 1.0f, a.data(), lda, b.data(), ldb, beta, expected.data(), ldc);
+  }
+  for (PackedKernel kernel : kernels_here()) {
+    CAPTURE(static_cast<int>(kernel));
+    std::vector<float> got = c0;
+    blas::detail::gemm_by_packing(trans_a, trans_b, M, N, K, a.data(), lda, b.data(), ldb, beta, got.data(), ldc,
+                                  kernel);
+    check_result(got, expected, c0, M, N, K, ldc);
+  }
+  // and blas::gemm itself, whichever code it picks here
+  std::vector<float> got = c0;
+  blas::gemm(trans_a, trans_b, M, N, K, 1.0f, a.data(), lda, b.data(), ldb, beta, got.data(), ldc);
+  check_result(got, expected, c0, M, N, K, ldc);
+}
+
+}  // namespace
+
+TEST_CASE("gemm_by_packing: the products of blas::gemm for every transposition, tail, stride and beta") {
+  Generator gen(43);
+  for (const bool trans_a : {false, true})
+    for (const bool trans_b : {false, true}) {
+      for (const std::int64_t M : {1, 5, 6, 7, 13})
+        for (const std::int64_t N : {1, 16, 17, 33})
+          for (const std::int64_t K : {1, 4, 9}) check_by_packing(trans_a, trans_b, M, N, K, 0, 0.0f, gen);
+      for (const float beta : {0.0f, 1.0f, -0.5f})
+        for (const std::int64_t pad : {0, 3}) {
+          check_by_packing(trans_a, trans_b, 37, 70, 21, pad, beta, gen);  // several 16 x 16 transpose tiles, tails
+          check_by_packing(trans_a, trans_b, 16, 64, 128, pad, beta, gen);  // S training's per-step products
+        }
+    }
+}
+
+TEST_CASE("gemm_by_packing: wrong strides are errors that say what is wrong") {
+  const std::vector<float> a(12, 1.0f), b(12, 1.0f);
+  std::vector<float> c(12);
+  const PackedKernel kernel = blas::detail::packed_kernel();
+  CHECK_THROWS_WITH_AS(blas::detail::gemm_by_packing(true, false, 3, 2, 2, a.data(), 2, b.data(), 2, 0.0f, c.data(),
+                                                     2, kernel),
+                       "gemm_by_packing: the row stride 2 of A is below its 3 columns", Error);
+  CHECK_THROWS_WITH_AS(blas::detail::gemm_by_packing(false, false, 3, 2, 2, a.data(), 2, b.data(), 2, 0.0f, c.data(),
+                                                     1, kernel),
+                       "gemm_by_packing: the row stride 1 of C is below its 2 columns", Error);
+  CHECK_THROWS_WITH_AS(blas::detail::gemm_by_packing(false, true, 3, 2, 4, a.data(), 4, b.data(), 3, 0.0f, c.data(),
+                                                     2, kernel),
+                       "PackedMatrix: the row stride 3 of W (2, 4) is below its 4 columns", Error);
+  CHECK_THROWS_WITH_AS(blas::detail::gemm_by_packing(false, false, -1, 2, 2, a.data(), 2, b.data(), 2, 0.0f,
+                                                     c.data(), 2, kernel),
+                       "gemm_by_packing: sizes must be >= 0, got m -1 n 2 k 2", Error);
+}
+
+TEST_CASE("blas::gemm hands float32 products with alpha 1 to the packed kernel only where that is the rule") {
+  Generator gen(6);
+  const std::vector<float> a = random_values(8 * 4, gen), b = random_values(8 * 5, gen);
+  std::vector<float> c(4 * 5);
+  const int threads = blas::num_threads();
+  // The rule (blas.hpp): the AVX-512 packed kernel runs, OpenBLAS's kernels are
+  // not AVX-512, one thread. Whether OpenBLAS's are depends on the machine and
+  // OPENBLAS_CORETYPE, so the test reads that part from kernels_in_use().
+  const std::string kernels = blas::kernels_in_use();
+  bool openblas_avx512 = false;
+  for (const char* name : {"SkylakeX ", "Cooperlake ", "SapphireRapids "})
+    openblas_avx512 = openblas_avx512 || kernels.rfind(name, 0) == 0;
+  const bool expected =
+      blas::detail::packed_kernel() == PackedKernel::Avx512 && !openblas_avx512;
+  MESSAGE("float32 products run on " << blas::float_products());
+  // a^T (4, 8) @ b (8, 5), as dW = dy^T @ x
+  auto counted_packed = [&](float alpha) {
+    blas::set_gemm_timing(true);
+    blas::gemm(true, false, 4, 5, 8, alpha, a.data(), 4, b.data(), 5, 0.0f, c.data(), 5);
+    blas::set_gemm_timing(false);
+    const std::vector<blas::GemmShapeStats> shapes = blas::gemm_shape_stats();
+    REQUIRE(shapes.size() == 1);
+    CHECK(shapes[0].trans_a);
+    CHECK(!shapes[0].trans_b);
+    return shapes[0].packed;
+  };
+  blas::set_num_threads(1);
+  CHECK(blas::packed_routing_active() == expected);
+  CHECK(counted_packed(1.0f) == expected);
+  CHECK(!counted_packed(2.0f));  // alpha other than 1: OpenBLAS
+  {
+    const OpenBlasOnly off;
+    CHECK(!blas::packed_routing_active());
+    CHECK(!counted_packed(1.0f));
+  }
+  CHECK(blas::packed_routing_active() == expected);
+  blas::set_num_threads(2);  // OpenBLAS splits products over threads; the packed kernel does not
+  CHECK(!blas::packed_routing_active());
+  CHECK(!counted_packed(1.0f));
+  blas::set_num_threads(threads);
 }

@@ -39,7 +39,9 @@ int report(const std::string& message) {
 
 }  // namespace
 
-std::string blas_kernels_line() { return "OpenBLAS kernels " + blas::kernels_in_use(); }
+std::string blas_kernels_line() {
+  return "OpenBLAS kernels " + blas::kernels_in_use() + "\nfloat32 products run on " + blas::float_products();
+}
 
 int run_cli(int argc, char** argv, const std::string& version) {
   memory::retain_freed_heap(std::size_t{32} << 20);  // see core/storage.hpp: decoding touched fresh pages every search

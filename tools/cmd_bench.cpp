@@ -36,6 +36,7 @@ struct BenchFlags {
   int decode_runs = 0;            // 0: max(3, steps / 4)
   int gemm_shapes = 0;            // print the N GEMM shapes that take the most time
   bool train = true, decode = true;
+  bool openblas = false;  // every product blas::gemm runs on OpenBLAS (the packed kernel's own call sites stay)
   std::uint64_t seed = 1;
 };
 
@@ -98,8 +99,14 @@ double flops_per_decode(const BenchFlags& f, std::int64_t steps, std::int64_t ro
 
 // OpenBLAS's float32 GEMM rate on this machine now, at the bench's thread
 // count: 512 x 512 x 512, the median of 20 runs after 3 (what bench_matmul
-// measures). The training step's GFLOP/s is compared with it.
+// measures). The training step's GFLOP/s is compared with it. OpenBLAS's
+// alone, even where attend's packed kernel would run this product.
 double sgemm_gflops() {
+  const bool routing = blas::set_packed_routing(false);
+  const struct Restore {
+    bool on;
+    ~Restore() { blas::set_packed_routing(on); }
+  } restore{routing};
   constexpr std::int64_t n = 512;
   std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n);
   std::vector<double> times;
@@ -259,6 +266,7 @@ void print_gemm_lines(double sgemm, const std::vector<Timed>& timed) {
 
 void run_bench(const BenchFlags& f) {
   blas::set_num_threads(f.threads);
+  if (f.openblas) blas::set_packed_routing(false);
   Seq2SeqConfig c;
   c.source_vocab = c.target_vocab = f.vocab;
   c.embed = f.embed;
@@ -327,6 +335,8 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("!--no-train", f->train, "Skip the training steps (time decoding only)");
   cmd->add_flag("!--no-decode", f->decode, "Skip decoding (time training only)");
   cmd->add_option("--threads", f->threads, "OpenBLAS threads")->check(check::threads())->capture_default_str();
+  cmd->add_flag("--openblas", f->openblas,
+                "Run the float32 products blas::gemm would hand to attend's packed kernel on OpenBLAS (to compare)");
   cmd->add_option("--seed", f->seed, "Seed")->capture_default_str();
   cmd->callback([f] { run_bench(*f); });
 }
