@@ -124,6 +124,8 @@ int main() {
       {64, 256, 512, "M decoding: the combine layer"},
       {64, 256, 256, "M decoding: attention's W_q s"},
       {1920, 256, 256, "M: attention's keys, W_k h for all steps"},
+      {1024, 256, 1920, "LSTM layer: dW_hh = da^T @ h (TN, lda = 4H = 1024)"},
+      {1000, 256, 1920, "the same at lda = 1000"},
   });
   return 0;
 }

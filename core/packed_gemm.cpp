@@ -60,10 +60,18 @@ template <class V>
   std::memcpy(&v, p, sizeof v);
 }
 
+// Where x[r, k] is: rows of x ldx apart, or (XT) x given as its transpose, x^T
+// (K, M) with rows ldx apart, so that x[r, k] = x^T[k, r] (the R values a k
+// needs then sit side by side).
+template <bool XT>
+[[gnu::always_inline]] inline float x_at(const float* x, std::int64_t ldx, int r, std::int64_t k) {
+  return XT ? x[k * ldx + r] : x[r * ldx + k];
+}
+
 // y[0:R, 16 p0 : 16 (p0 + P)] = x[0:R] @ (panels p0 .. p0 + P - 1) + beta * y, where
 // every one of the R * P * kSplit accumulators is a register: per k, P * kSplit
 // loads of W and R broadcasts of x feed R * P * kSplit independent multiply-adds.
-template <class V, int R, int P>
+template <class V, int R, int P, bool XT>
 [[gnu::always_inline]] inline void block(const float* x, std::int64_t ldx, const PackedMatrix& w, std::int64_t p0,
                                          float beta, float* y, std::int64_t ldy) {
   constexpr int S = kSplit<V>, L = kLanes<V>, Q = P * S;  // vectors per row of the block
@@ -77,7 +85,7 @@ template <class V, int R, int P>
     V b[Q];
     for (int q = 0; q < Q; ++q) load(b[q], panel[q / S] + k * PackedMatrix::kPanel + (q % S) * L);
     for (int r = 0; r < R; ++r) {
-      const float x_rk = x[r * ldx + k];
+      const float x_rk = x_at<XT>(x, ldx, r, k);
       for (int q = 0; q < Q; ++q) acc[r][q] += x_rk * b[q];  // y[r, n] += x[r, k] W[n, k]
     }
   }
@@ -106,29 +114,31 @@ template <class V, int R, int P>
 }
 
 // The same for rows = 1 .. R rows (the last rows of x).
-template <class V, int R, int P>
+template <class V, int R, int P, bool XT>
 [[gnu::always_inline]] inline void block_rows(std::int64_t rows, const float* x, std::int64_t ldx,
                                               const PackedMatrix& w, std::int64_t p0, float beta, float* y,
                                               std::int64_t ldy) {
   if constexpr (R > 1) {
-    if (rows < R) return block_rows<V, R - 1, P>(rows, x, ldx, w, p0, beta, y, ldy);
+    if (rows < R) return block_rows<V, R - 1, P, XT>(rows, x, ldx, w, p0, beta, y, ldy);
   }
-  block<V, R, P>(x, ldx, w, p0, beta, y, ldy);
+  block<V, R, P, XT>(x, ldx, w, p0, beta, y, ldy);
 }
 
 // Panels P at a time (then one at a time), and for each, R rows at a time: a
 // panel (K x 16 floats) stays in L1 while every row block passes over it.
-template <class V, int R, int P>
+template <class V, int R, int P, bool XT>
 [[gnu::always_inline]] inline void product(std::int64_t M, const float* x, std::int64_t ldx, const PackedMatrix& w,
                                            float beta, float* y, std::int64_t ldy) {
   const std::int64_t panels = (w.n() + PackedMatrix::kPanel - 1) / PackedMatrix::kPanel;
+  // row i of x: i rows down, or (XT) i columns across
+  const auto rows_from = [&](std::int64_t i) { return XT ? x + i : x + i * ldx; };
   std::int64_t p0 = 0;
   for (; p0 + P <= panels; p0 += P)
     for (std::int64_t i = 0; i < M; i += R)
-      block_rows<V, R, P>(std::min<std::int64_t>(R, M - i), x + i * ldx, ldx, w, p0, beta, y + i * ldy, ldy);
+      block_rows<V, R, P, XT>(std::min<std::int64_t>(R, M - i), rows_from(i), ldx, w, p0, beta, y + i * ldy, ldy);
   for (; p0 < panels; ++p0)
     for (std::int64_t i = 0; i < M; i += R)
-      block_rows<V, R, 1>(std::min<std::int64_t>(R, M - i), x + i * ldx, ldx, w, p0, beta, y + i * ldy, ldy);
+      block_rows<V, R, 1, XT>(std::min<std::int64_t>(R, M - i), rows_from(i), ldx, w, p0, beta, y + i * ldy, ldy);
 }
 
 // One kernel per instruction set, each compiled for its own (clang, in the fuzz
@@ -136,22 +146,37 @@ template <class V, int R, int P>
 //   AVX-512   6 rows x 2 panels: 12 of its 32 registers accumulate
 //   AVX2      4 rows x 1 panel:  8 of its 16
 //   baseline  2 rows x 1 panel:  8 of SSE's 16
+// Each takes x as rows or (xt) as its transpose.
 #if defined(__x86_64__) && !defined(__clang__)
 #define ATTEND_PACKED_WIDE 1
-__attribute__((target("arch=x86-64-v4"))) void run_avx512(std::int64_t M, const float* x, std::int64_t ldx,
+__attribute__((target("arch=x86-64-v4"))) void run_avx512(bool xt, std::int64_t M, const float* x, std::int64_t ldx,
                                                            const PackedMatrix& w, float beta, float* y,
                                                            std::int64_t ldy) {
-  product<V16, 6, 2>(M, x, ldx, w, beta, y, ldy);
+  if (xt) return product<V16, 6, 2, true>(M, x, ldx, w, beta, y, ldy);
+  product<V16, 6, 2, false>(M, x, ldx, w, beta, y, ldy);
 }
-__attribute__((target("arch=x86-64-v3"))) void run_avx2(std::int64_t M, const float* x, std::int64_t ldx,
+__attribute__((target("arch=x86-64-v3"))) void run_avx2(bool xt, std::int64_t M, const float* x, std::int64_t ldx,
                                                          const PackedMatrix& w, float beta, float* y,
                                                          std::int64_t ldy) {
-  product<V8, 4, 1>(M, x, ldx, w, beta, y, ldy);
+  if (xt) return product<V8, 4, 1, true>(M, x, ldx, w, beta, y, ldy);
+  product<V8, 4, 1, false>(M, x, ldx, w, beta, y, ldy);
 }
 #endif
-void run_baseline(std::int64_t M, const float* x, std::int64_t ldx, const PackedMatrix& w, float beta, float* y,
-                  std::int64_t ldy) {
-  product<V4, 2, 1>(M, x, ldx, w, beta, y, ldy);
+void run_baseline(bool xt, std::int64_t M, const float* x, std::int64_t ldx, const PackedMatrix& w, float beta,
+                  float* y, std::int64_t ldy) {
+  if (xt) return product<V4, 2, 1, true>(M, x, ldx, w, beta, y, ldy);
+  product<V4, 2, 1, false>(M, x, ldx, w, beta, y, ldy);
+}
+
+void run(detail::PackedKernel kernel, bool xt, std::int64_t m, const float* x, std::int64_t ldx, const PackedMatrix& w,
+         float beta, float* y, std::int64_t ldy) {
+  if (m == 0 || w.n() == 0) return;
+  if (!detail::packed_kernel_runs(kernel)) fail("gemm_packed: this CPU cannot run the kernel asked for");
+#if defined(ATTEND_PACKED_WIDE)
+  if (kernel == detail::PackedKernel::Avx512) return run_avx512(xt, m, x, ldx, w, beta, y, ldy);
+  if (kernel == detail::PackedKernel::Avx2) return run_avx2(xt, m, x, ldx, w, beta, y, ldy);
+#endif
+  run_baseline(xt, m, x, ldx, w, beta, y, ldy);
 }
 
 }  // namespace
@@ -185,13 +210,12 @@ PackedKernel packed_kernel() {
 
 void packed_product(std::int64_t m, const float* x, std::int64_t ldx, const PackedMatrix& w, float beta, float* y,
                     std::int64_t ldy, PackedKernel kernel) {
-  if (m == 0 || w.n() == 0) return;
-  if (!packed_kernel_runs(kernel)) fail("gemm_packed: this CPU cannot run the kernel asked for");
-#if defined(ATTEND_PACKED_WIDE)
-  if (kernel == PackedKernel::Avx512) return run_avx512(m, x, ldx, w, beta, y, ldy);
-  if (kernel == PackedKernel::Avx2) return run_avx2(m, x, ldx, w, beta, y, ldy);
-#endif
-  run_baseline(m, x, ldx, w, beta, y, ldy);
+  run(kernel, false, m, x, ldx, w, beta, y, ldy);
+}
+
+void packed_product_xt(std::int64_t m, const float* xt, std::int64_t ldxt, const PackedMatrix& w, float beta,
+                       float* y, std::int64_t ldy, PackedKernel kernel) {
+  run(kernel, true, m, xt, ldxt, w, beta, y, ldy);
 }
 
 void gemm_by_packing(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, const float* a,
@@ -205,7 +229,13 @@ void gemm_by_packing(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n,
   // B itself (n, k) when trans_b.
   const PackedMatrix w = trans_b ? PackedMatrix(b, n, k, ldb) : PackedMatrix::from_transposed(b, n, k, ldb);
   if (!trans_a) return packed_product(m, a, lda, w, beta, c, ldc, kernel);
-  // op(A) = A^T: A is (k, m); its transpose as m rows of k
+  // op(A) = A^T, A (k, m). Read down its columns, a row block of R rows needs
+  // one cache line of A per k; the next row blocks reuse those lines while the k
+  // lines stay in L1 (48 KiB here): up to kColumnsUpTo. Past it each line comes
+  // back from L2 or further for every block (at k = 1920: half the rate, a third
+  // at a stride of 4 KiB), and a transposed copy of A, made once, is faster.
+  constexpr std::int64_t kColumnsUpTo = 384;  // 24 KiB of lines
+  if (k <= kColumnsUpTo) return packed_product_xt(m, a, lda, w, beta, c, ldc, kernel);
   Tensor rows = attend::empty({m, k}, Float32);
   transpose_tiles<float, false>(a, lda, rows.data<float>(), k, k, m);
   packed_product(m, rows.data<float>(), k, w, beta, c, ldc, kernel);

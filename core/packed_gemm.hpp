@@ -55,10 +55,14 @@ PackedKernel packed_kernel();                  // the widest that runs
 // Error when this CPU cannot run it.
 void packed_product(std::int64_t m, const float* x, std::int64_t ldx, const PackedMatrix& w, float beta, float* y,
                     std::int64_t ldy, PackedKernel kernel);
+// The same with x given as its transpose: xt (K, m), rows ldxt apart (ldxt >= m).
+void packed_product_xt(std::int64_t m, const float* xt, std::int64_t ldxt, const PackedMatrix& w, float beta,
+                       float* y, std::int64_t ldy, PackedKernel kernel);
 
 // C (m, n) = op(A) @ op(B) + beta * C, as blas::gemm with alpha 1 (blas.hpp), on
-// the packed kernel: op(B) is packed afresh (as W = op(B)^T), and when trans_a
-// A is first transposed into rows of a scratch tensor. What blas::gemm runs for
+// the packed kernel: op(B) is packed afresh (as W = op(B)^T). When trans_a, A is
+// read down its columns (packed_product_xt) where k is small, and transposed into
+// rows first where it is not (see kColumnsUpTo in packed_gemm.cpp). What blas::gemm runs for
 // float32 where this kernel is the faster (blas.cpp). Error on strides below
 // the sizes, as PackedMatrix.
 void gemm_by_packing(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, const float* a,

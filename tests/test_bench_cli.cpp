@@ -130,6 +130,26 @@ TEST_CASE("bench --gemm-shapes lists where the products' time goes, adding up to
   }
 }
 
+TEST_CASE("bench --openblas runs blas::gemm's products on OpenBLAS; the packed call sites stay packed") {
+  Scratch s;
+  std::vector<std::string> args = kTiny;
+  args.insert(args.end(), {"--no-decode", "--gemm-shapes", "1000", "--openblas"});
+  const auto r = attend_cli(s, args, "", 300);
+  INFO(r.err);
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  CHECK(contains(r.out, "\nfloat32 products run on OpenBLAS (set so)"));
+  const std::vector<ShapeRow> rows = shape_rows(lines_of(r.out), "train step");
+  bool openblas = false, packed = false;
+  for (const ShapeRow& row : rows) {
+    if (row.by == "packed") CHECK((row.ta == "N" && row.tb == "T"));  // gemm_packed: x @ W^T
+    openblas = openblas || row.by == "OpenBLAS";
+    packed = packed || row.by == "packed";
+  }
+  CHECK(openblas);  // the output projection, attention, the weight gradients of the cell
+  CHECK(packed);    // the encoder's lstm_sequence
+}
+
 TEST_CASE("bench --gemm-shapes N stops at N; without it there is no table; --no-decode times training only") {
   Scratch s;
   std::vector<std::string> args = kTiny;

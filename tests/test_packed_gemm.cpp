@@ -104,6 +104,18 @@ void check_against_gemm(std::int64_t M, std::int64_t N, std::int64_t K, std::int
     blas::detail::packed_product(M, x.data(), ldx, packed, beta, got.data(), ldy, kernel);
     check_result(got, expected, y0, M, N, K, ldy);
   }
+  // x given as its transpose x^T (K, M), rows M + pad apart (the padding never read: NaN)
+  const std::int64_t ldxt = M + pad;
+  std::vector<float> xt(static_cast<std::size_t>(std::max<std::int64_t>(K * ldxt, 1)),
+                        std::numeric_limits<float>::quiet_NaN());
+  for (std::int64_t i = 0; i < M; ++i)
+    for (std::int64_t k = 0; k < K; ++k) xt[k * ldxt + i] = x[i * ldx + k];
+  for (PackedKernel kernel : kernels_here()) {
+    CAPTURE(static_cast<int>(kernel));
+    got = y0;
+    blas::detail::packed_product_xt(M, xt.data(), ldxt, packed, beta, got.data(), ldy, kernel);
+    check_result(got, expected, y0, M, N, K, ldy);
+  }
 }
 
 
@@ -263,6 +275,8 @@ TEST_CASE("gemm_by_packing: the products of blas::gemm for every transposition, 
           check_by_packing(trans_a, trans_b, 37, 70, 21, pad, beta, gen);  // several 16 x 16 transpose tiles, tails
           check_by_packing(trans_a, trans_b, 16, 64, 128, pad, beta, gen);  // S training's per-step products
         }
+      // k past 384: trans_a transposes A into rows first, instead of reading its columns
+      check_by_packing(trans_a, trans_b, 21, 40, 400, 1, 0.5f, gen);
     }
 }
 
