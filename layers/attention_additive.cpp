@@ -73,7 +73,11 @@ AttentionOutput additive_attention_step(const Tensor& query_proj, const Tensor& 
   const std::int64_t B = d.batch, S = d.source, A = d.score, Hk = d.value;
   Tensor context = empty({B, Hk}, keys.dtype());  // (B, Hk)
   Tensor weights = empty({B, S}, keys.dtype());   // (B, S)
-  Tensor t = empty({B, S, A}, keys.dtype());      // (B, S, A) tanh(k_j + q), kept for the backward
+  // (B, S, A) tanh(k_j + q), kept for the backward; when nothing is recorded
+  // (decoding), one row's worth reused for every b: 2 MB per M decoding step not written
+  const bool keep_t = should_record(std::initializer_list<Tensor>{query_proj, keys, values, v});
+  const std::int64_t t_stride = keep_t ? S * A : 0;
+  Tensor t = empty({keep_t ? B : 1, S, A}, keys.dtype());
   dispatch(keys.dtype(), [&](auto zero) {
     using T = decltype(zero);
     const T *pq = query_proj.data<T>(), *pk = keys.data<T>(), *ph = values.data<T>(), *pv = v.data<T>(),
@@ -81,7 +85,7 @@ AttentionOutput additive_attention_step(const Tensor& query_proj, const Tensor& 
     T *pc = context.data<T>(), *pa = weights.data<T>(), *pt = t.data<T>();
     std::vector<T> e(static_cast<std::size_t>(S));
     for (std::int64_t b = 0; b < B; ++b) {
-      scores_row(pk + b * S * A, pq + b * A, pv, pm + b * S, pt + b * S * A, e.data(), S, A);  // e = v . tanh(k + q)
+      scores_row(pk + b * S * A, pq + b * A, pv, pm + b * S, pt + b * t_stride, e.data(), S, A);  // e = v . tanh(k + q)
       detail::masked_softmax_row(e.data(), pm + b * S, pa + b * S, S);             // alpha = softmax(e)
       detail::context_row(pa + b * S, ph + b * S * Hk, pc + b * Hk, S, Hk);  // c = sum_j alpha_j h_j
     }
