@@ -85,7 +85,14 @@ Times measure(nn::LSTM& lstm, const Tensor& x, const Tensor& r) {
 int main(int argc, char** argv) {
   bench::print_kernels();  // which kernels the products below run on
   std::vector<int> threads;
-  for (int k = 1; k < argc; ++k) threads.push_back(std::atoi(argv[k]));
+  for (int k = 1; k < argc; ++k) {
+    const std::optional<int> n = bench::parse_count(argv[k], 1, 256);
+    if (!n) {
+      fmt::print(stderr, "bench_lstm: '{}' is not a thread count in 1..256\nusage: bench_lstm [threads ...]\n", argv[k]);
+      return 2;
+    }
+    threads.push_back(*n);
+  }
   if (threads.empty()) threads = {1, 2};
   Generator gen(0);
   nn::LSTM lstm(I, H, gen);

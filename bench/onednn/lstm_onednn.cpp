@@ -308,7 +308,12 @@ int main(int argc, char** argv) {
   setenv("OMP_NUM_THREADS", "1", 1);
   omp_set_num_threads(1);
   blas::set_num_threads(1);
-  const int rounds = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
+  const std::optional<int> parsed = argc > 1 ? bench::parse_count(argv[1], 1, 1000) : std::optional<int>(5);
+  if (!parsed || argc > 2) {
+    fmt::print(stderr, "usage: bench_lstm_onednn [rounds, 1..1000; default 5]\n");
+    return 2;
+  }
+  const int rounds = *parsed;
   const dnnl_version_t* v = dnnl_version();
   fmt::print("# LSTM 1 layer, B={} T={} I={} H={} float32, forward (training) and backward of sum(out * R); "
              "median of {} runs after {} warm-up per round, {} alternating rounds\n",
