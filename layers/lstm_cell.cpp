@@ -12,7 +12,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 
 #include "autograd/grad_mode.hpp"
 #include "autograd/ops.hpp"
@@ -133,8 +135,8 @@ LSTMState lstm_cell(const Tensor& x, const LSTMState& state, const LSTMWeights& 
 
   record(op, {x, h_prev, c_prev, w.weight_ih, w.weight_hh, w.bias_ih, w.bias_hh}, {&h, &c},
          [x = x.detach(), h_prev = h_prev.detach(), c_prev = c_prev.detach(), w_ih = w.weight_ih.detach(),
-          w_hh = w.weight_hh.detach(), packed_ih_t = w.packed_ih_t, packed_hh_t = w.packed_hh_t, gates, tanh_c, B, I,
-          H](Grads& g) {
+          w_hh = w.weight_hh.detach(), packed_ih_t = w.packed_ih_t, packed_hh_t = w.packed_hh_t,
+          deferred = w.deferred, gates, tanh_c, B, I, H](Grads& g) {
            dispatch(x.dtype(), [&](auto zero) {
              using T = decltype(zero);
              // The gate math backward, row by row (lstm_kernels.cpp): from dh and dc to
@@ -163,11 +165,22 @@ LSTMState lstm_cell(const Tensor& x, const LSTMState& state, const LSTMWeights& 
                             g.dx(1).data<T>(), H);
              }
              if (g.needs(2)) g.dx(2).add_(dc);  // dc_prev += dc * f
-             if (g.needs(3))  // dW_ih (4H, I) += da^T (4H, B) @ x (B, I)
-               blas::gemm(true, false, 4 * H, I, B, T(1), pda, 4 * H, x.data<T>(), I, T(1), g.dx(3).data<T>(), I);
-             if (g.needs(4))  // dW_hh (4H, H) += da^T (4H, B) @ h_prev (B, H)
-               blas::gemm(true, false, 4 * H, H, B, T(1), pda, 4 * H, h_prev.data<T>(), H, T(1),
-                          g.dx(4).data<T>(), H);
+             if (deferred) {
+               // dW_ih and dW_hh: this step's rows, multiplied out with every other step's by
+               // lstm_weight_grads (below). g.dx touches the gradient slots, so that the
+               // engine runs that op's backward (only ops with a gradient run).
+               deferred->da.push_back(da);
+               deferred->x.push_back(x);
+               deferred->h_prev.push_back(h_prev);
+               if (g.needs(3)) g.dx(3);
+               if (g.needs(4)) g.dx(4);
+             } else {
+               if (g.needs(3))  // dW_ih (4H, I) += da^T (4H, B) @ x (B, I)
+                 blas::gemm(true, false, 4 * H, I, B, T(1), pda, 4 * H, x.data<T>(), I, T(1), g.dx(3).data<T>(), I);
+               if (g.needs(4))  // dW_hh (4H, H) += da^T (4H, B) @ h_prev (B, H)
+                 blas::gemm(true, false, 4 * H, H, B, T(1), pda, 4 * H, h_prev.data<T>(), H, T(1),
+                            g.dx(4).data<T>(), H);
+             }
              for (int k : {5, 6}) {  // db_ih += sum over rows of da;  db_hh likewise
                if (!g.needs(k)) continue;
                T* db = g.dx(k).data<T>();
@@ -181,6 +194,44 @@ LSTMState lstm_cell(const Tensor& x, const LSTMState& state, const LSTMWeights& 
            return Tensors{next.h, next.c};
          });
   return {h, c};
+}
+
+// weight_ih and weight_hh as the steps of one sequence see them: the same data
+// (detach shares it), produced by one recorded op that every step consumes, so
+// that its backward runs after all of theirs (see DeferredWeightGrads).
+// forward: W' = W                      dW += dW' (what the steps added directly)
+//   dW_ih (4H, I) += DA^T (4H, N) @ X (N, I);  dW_hh (4H, H) += DA^T @ H_prev (N, H)
+// with the N rows of every step whose backward ran, gathered in `deferred`.
+std::pair<Tensor, Tensor> defer_weight_grads(const Tensor& weight_ih, const Tensor& weight_hh,
+                                             const std::shared_ptr<DeferredWeightGrads>& deferred) {
+  Tensor w_ih = weight_ih.detach(), w_hh = weight_hh.detach();
+  deferred->weight_ih = weight_ih;
+  deferred->weight_hh = weight_hh;
+  record("lstm_weight_grads", {weight_ih, weight_hh}, {&w_ih, &w_hh},
+         [d = deferred](Grads& g) {  // shared: the steps and their LSTMWeights may be gone by now
+           if (g.needs(0)) g.dx(0).add_(g.dy(0));
+           if (g.needs(1)) g.dx(1).add_(g.dy(1));
+           if (d->da.empty()) return;
+           NoGradGuard no_grad;
+           const Tensor da = concat(d->da, 0), x = concat(d->x, 0), h_prev = concat(d->h_prev, 0);  // N rows each
+           d->da.clear();  // a second backward (retain_graph) gathers its own
+           d->x.clear();
+           d->h_prev.clear();
+           const std::int64_t N = da.size(0), G = da.size(1), I = x.size(1), H = h_prev.size(1);
+           dispatch(da.dtype(), [&](auto zero) {
+             using T = decltype(zero);
+             if (g.needs(0))
+               blas::gemm(true, false, G, I, N, T(1), da.data<T>(), G, x.data<T>(), I, T(1), g.dx(0).data<T>(), I);
+             if (g.needs(1))
+               blas::gemm(true, false, G, H, N, T(1), da.data<T>(), G, h_prev.data<T>(), H, T(1),
+                          g.dx(1).data<T>(), H);
+           });
+         })
+      .replay({"weight_ih", "weight_hh"}, [](const Tensors& in) {
+        const auto [a, b] = defer_weight_grads(in[0], in[1], std::make_shared<DeferredWeightGrads>());
+        return Tensors{a, b};
+      });
+  return {w_ih, w_hh};
 }
 
 // The oracle: every line one primitive op, each with its own backward.
@@ -259,11 +310,18 @@ LSTMWeights LSTMCell::step_weights(std::int64_t batch) const {
     w.weight_ih_t = transpose(w_.weight_ih.detach(), 0, 1);  // a copy: tensors are contiguous
     w.weight_hh_t = transpose(w_.weight_hh.detach(), 0, 1);
   }
+  if (GradMode::enabled() && w_.weight_ih.requires_grad() && w_.weight_hh.requires_grad()) {
+    w.deferred = std::make_shared<DeferredWeightGrads>();
+    std::tie(w.weight_ih, w.weight_hh) = defer_weight_grads(w_.weight_ih, w_.weight_hh, w.deferred);
+  }
   return w;
 }
 
 LSTMState LSTMCell::forward(const Tensor& x, const LSTMState& state, const LSTMWeights& step_weights) const {
-  if (!step_weights.weight_ih.same(w_.weight_ih) || !step_weights.weight_hh.same(w_.weight_hh))
+  const bool deferred = step_weights.deferred != nullptr;
+  const Tensor& w_ih = deferred ? step_weights.deferred->weight_ih : step_weights.weight_ih;
+  const Tensor& w_hh = deferred ? step_weights.deferred->weight_hh : step_weights.weight_hh;
+  if (!w_ih.same(w_.weight_ih) || !w_hh.same(w_.weight_hh))
     fail("LSTMCell.forward: the step weights are not this cell's (get them from step_weights())");
   return lstm_cell(x, initial_state(x, state), step_weights);
 }

@@ -20,6 +20,8 @@
 // hold the fused op to.
 #include <cstdint>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "core/packed_gemm.hpp"
 #include "core/random.hpp"
@@ -33,6 +35,8 @@ struct LSTMState {
   Tensor h;
   Tensor c;
 };
+
+struct DeferredWeightGrads;  // below
 
 // The four parameters of one LSTM cell, PyTorch's names and layout.
 struct LSTMWeights {
@@ -60,7 +64,29 @@ struct LSTMWeights {
   std::shared_ptr<const blas::PackedMatrix> packed_hh{};
   std::shared_ptr<const blas::PackedMatrix> packed_ih_t{};
   std::shared_ptr<const blas::PackedMatrix> packed_hh_t{};
+  // Set by step_weights when the steps will be recorded (grad mode on, both
+  // weights requiring grad): weight_ih and weight_hh are then the outputs of the
+  // op "lstm_weight_grads", which shares their data, and each step's backward
+  // leaves its rows here instead of multiplying them into dW_ih and dW_hh; that
+  // op's backward, which runs after every step's, multiplies them all at once.
+  std::shared_ptr<DeferredWeightGrads> deferred{};
 };
+
+// What the steps of one recorded sequence leave for lstm_weight_grads: per step,
+// da (B, 4H), x (B, I) and h_prev (B, H), whose rows make
+//   dW_ih (4H, I) += DA^T @ X   and   dW_hh (4H, H) += DA^T @ H_prev
+// over the rows of every step: one product each with T * B rows (k = T * B),
+// instead of T products with k = B (16 at the default sizes, where reading and
+// writing dW takes longer than the multiply-adds).
+struct DeferredWeightGrads {
+  Tensor weight_ih, weight_hh;  // the parameters themselves, as the cell holds them
+  std::vector<Tensor> da, x, h_prev;
+};
+
+// weight_ih and weight_hh as steps with `deferred` see them: the same data, the
+// outputs of the recorded op "lstm_weight_grads" (step_weights calls it).
+std::pair<Tensor, Tensor> defer_weight_grads(const Tensor& weight_ih, const Tensor& weight_hh,
+                                             const std::shared_ptr<DeferredWeightGrads>& deferred);
 
 // Below this batch size the transposed copies (float64) pay for themselves (at
 // 64 rows OpenBLAS's transposed product is as fast as the plain one).
@@ -99,7 +125,9 @@ class LSTMCell : public Module {
   // parameter update: float32 with the weights packed (the packed kernel is at
   // least OpenBLAS's speed at every batch size measured, 16 to 1,920 rows:
   // bench_packed), float64 with the transposed copies when batch < kTransposedWeightsBelow.
-  // Make them again after the parameters change.
+  // Make them again after the parameters change, and for every recorded
+  // sequence: in grad mode they belong to its graph (see
+  // LSTMWeights::deferred), which a backward releases.
   LSTMWeights step_weights(std::int64_t batch) const;
   // One step with weights from step_weights().
   LSTMState forward(const Tensor& x, const LSTMState& state, const LSTMWeights& step_weights) const;

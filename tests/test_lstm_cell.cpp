@@ -314,6 +314,57 @@ TEST_CASE("lstm_cell: shape and dtype errors") {
                        "LSTMCell.forward: the step weights are not this cell's (get them from step_weights())", Error);
 }
 
+TEST_CASE("LSTMCell: recorded steps gather their weight gradients into one product, with the same result") {
+  Generator gen(12);
+  const std::int64_t B = 3, I = 4, H = 5, T = 4;
+  for (DType dtype : {Float64, Float32}) {
+    CAPTURE(dtype);
+    const double tol = dtype == Float64 ? 1e-12 : 1e-5;
+    LSTMCell cell(I, H, gen, {.dtype = dtype});
+    {
+      NoGradGuard no_grad;  // nothing recorded: nothing to gather
+      CHECK(!cell.step_weights(B).deferred);
+    }
+    const Tensor xs = normal({T, B, I}, 0, 1, gen, dtype);
+    const Tensor r = normal({B, H}, 0, 1, gen, dtype);
+    // loss = sum over steps of sum(h_t * r): every step's weight gradient counts
+    auto loss_of = [&](const LSTMWeights* w) {
+      LSTMState s{zeros({B, H}, dtype), zeros({B, H}, dtype)};
+      Tensor loss = zeros({}, dtype);
+      for (std::int64_t t = 0; t < T; ++t) {
+        const Tensor x = reshape(slice(xs, 0, t, t + 1), {B, I});
+        s = w ? cell.forward(x, s, *w) : cell.forward(x, s);
+        loss = loss + sum(s.h * r);
+      }
+      return loss;
+    };
+    cell.zero_grad();
+    loss_of(nullptr).backward();  // plain steps: T products per weight
+    const Tensor plain_ih = cell.weights().weight_ih.grad().clone(), plain_hh = cell.weights().weight_hh.grad().clone();
+    const Tensor plain_b = cell.weights().bias_ih.grad().clone();
+    cell.zero_grad();
+    const LSTMWeights w = cell.step_weights(B);
+    REQUIRE(w.deferred);
+    CHECK(!w.weight_ih.same(cell.weights().weight_ih));  // lstm_weight_grads' output, on the same data
+    const Tensor& param = cell.weights().weight_ih;
+    CHECK((dtype == Float32 ? w.weight_ih.data<float>() == param.data<float>()
+                            : w.weight_ih.data<double>() == param.data<double>()));
+    const Tensor loss = loss_of(&w);
+    loss.backward({}, /*retain_graph=*/true);
+    CHECK(w.deferred->da.empty());  // multiplied out, and cleared
+    CHECK(max_abs_diff(cell.weights().weight_ih.grad(), plain_ih) <= tol);
+    CHECK(max_abs_diff(cell.weights().weight_hh.grad(), plain_hh) <= tol);
+    CHECK(max_abs_diff(cell.weights().bias_ih.grad(), plain_b) <= tol);
+    // A second backward through the kept graph gathers its own rows: twice the gradient.
+    loss.backward({}, /*retain_graph=*/false);
+    CHECK(max_abs_diff(cell.weights().weight_ih.grad(), plain_ih * 2.0) <= 2 * tol);
+    CHECK(max_abs_diff(cell.weights().weight_hh.grad(), plain_hh * 2.0) <= 2 * tol);
+    // Used again after its graph is released: a clear error, not a lost gradient.
+    CHECK_THROWS_WITH_AS(loss_of(&w).backward(), doctest::Contains("was already released by an earlier backward"),
+                         Error);
+  }
+}
+
 // tests/reference/torch_lstm.py: nn.LSTMCell with loss = sum(h * R_h) + sum(c * R_c).
 TEST_CASE("LSTMCell: agrees with PyTorch's nn.LSTMCell, values and gradients") {
   struct Case {

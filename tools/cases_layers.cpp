@@ -1,9 +1,13 @@
 // gradcheck cases for the fused ops with hand-written backwards that layers/
 // and autograd/losses.cpp build on: linear_cross_entropy, embedding,
-// lstm_cell, lstm_sequence and both attention steps, plus tap.
+// lstm_cell (and lstm_weight_grads, which gathers its weight gradients),
+// lstm_sequence and both attention steps, plus tap.
 //
 // Letters: B batch, S source length, A attention size, Hk value size, I input
 // size, H hidden size, T steps, N rows, V vocabulary, D embedding size.
+#include <memory>
+#include <tuple>
+
 #include "autograd/ops.hpp"
 #include "layers/attention.hpp"
 #include "layers/embedding.hpp"
@@ -87,6 +91,27 @@ void add_lstm_cases(std::vector<OpCase>& cases) {
                          [&] {
                            const LSTMWeights w = lstm_weights(I, H, 77);
                            return Tensors{randn({1, I}, 81), randn({1, H}, 82), randn({1, H}, 83), w.weight_ih,
+                                          w.weight_hh, w.bias_ih, w.bias_hh};
+                         }());
+                   }});
+  cases.push_back({"lstm_weight_grads", "three lstm_cell steps, their weight gradients gathered", [=] {
+                     return gradcheck(
+                         [](const Tensors& in) {
+                           LSTMWeights w{in[3], in[4], in[5], in[6]};
+                           w.deferred = std::make_shared<nn::DeferredWeightGrads>();
+                           std::tie(w.weight_ih, w.weight_hh) = nn::defer_weight_grads(in[3], in[4], w.deferred);
+                           LSTMState s{in[1], in[2]};
+                           Tensors out;
+                           for (std::int64_t t = 0; t < 3; ++t) {  // x_t = in[0][t] (B, I)
+                             s = nn::lstm_cell(reshape(slice(in[0], 0, t, t + 1), {B, I}), s, w);
+                             out.push_back(s.h);
+                           }
+                           out.push_back(s.c);
+                           return out;
+                         },
+                         [&] {
+                           const LSTMWeights w = lstm_weights(I, H, 91);
+                           return Tensors{randn({3, B, I}, 95), randn({B, H}, 96), randn({B, H}, 97), w.weight_ih,
                                           w.weight_hh, w.bias_ih, w.bias_hh};
                          }());
                    }});
