@@ -80,14 +80,14 @@ LSTMState lstm_cell(const Tensor& x, const LSTMState& state, const LSTMWeights& 
   check_dtype(op, "state.c", state.c, w);
   const bool packed = w.packed_ih || w.packed_hh || w.packed_ih_t || w.packed_hh_t;
   if (packed) {
-    if (!w.packed_ih || !w.packed_hh || !w.packed_ih_t || !w.packed_hh_t)
-      fail("{}: packed_ih, packed_hh, packed_ih_t and packed_hh_t come together; only some are set", op);
+    if (!w.packed_ih || !w.packed_hh) fail("{}: packed_ih and packed_hh come together; only some are set", op);
+    if (!w.packed_ih_t != !w.packed_hh_t) fail("{}: packed_ih_t and packed_hh_t come together; only one is set", op);
     if (x.dtype() != Float32) fail("{}: packed weights are float32 only, and the weights are {}", op, x.dtype());
     if (w.packed_ih->n() != 4 * H || w.packed_ih->k() != I || w.packed_hh->n() != 4 * H || w.packed_hh->k() != H)
       fail("{}: packed_ih must hold (4H, I) = ({}, {}) and packed_hh (4H, H) = ({}, {}), got ({}, {}) and ({}, {})", op,
            4 * H, I, 4 * H, H, w.packed_ih->n(), w.packed_ih->k(), w.packed_hh->n(), w.packed_hh->k());
-    if (w.packed_ih_t->n() != I || w.packed_ih_t->k() != 4 * H || w.packed_hh_t->n() != H ||
-        w.packed_hh_t->k() != 4 * H)
+    if (w.packed_ih_t && (w.packed_ih_t->n() != I || w.packed_ih_t->k() != 4 * H || w.packed_hh_t->n() != H ||
+                          w.packed_hh_t->k() != 4 * H))
       fail("{}: packed_ih_t must hold (I, 4H) = ({}, {}) and packed_hh_t (H, 4H) = ({}, {}), got ({}, {}) and ({}, {})",
            op, I, 4 * H, H, 4 * H, w.packed_ih_t->n(), w.packed_ih_t->k(), w.packed_hh_t->n(), w.packed_hh_t->k());
   }
@@ -303,8 +303,10 @@ LSTMWeights LSTMCell::step_weights(std::int64_t batch) const {
     };
     w.packed_ih = pack(w_.weight_ih);
     w.packed_hh = pack(w_.weight_hh);
-    w.packed_ih_t = pack_transposed(w_.weight_ih);
-    w.packed_hh_t = pack_transposed(w_.weight_hh);
+    if (GradMode::enabled()) {  // for the backward's products by W; decoding runs none
+      w.packed_ih_t = pack_transposed(w_.weight_ih);
+      w.packed_hh_t = pack_transposed(w_.weight_hh);
+    }
   } else if (batch < kTransposedWeightsBelow) {
     NoGradGuard no_grad;  // copies for speed, outside the graph
     w.weight_ih_t = transpose(w_.weight_ih.detach(), 0, 1);  // a copy: tensors are contiguous

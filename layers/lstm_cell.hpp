@@ -57,7 +57,9 @@ struct LSTMWeights {
   // blas::gemm_packed (core/packed_gemm.hpp), which multiplies rows by them
   // without OpenBLAS's packing of the weight at every call: packed_ih and
   // packed_hh for the forward (x @ W_ih^T, h_prev @ W_hh^T), packed_ih_t and
-  // packed_hh_t for the backward (da @ W_ih, da @ W_hh). All four or none.
+  // packed_hh_t for the backward (da @ W_ih, da @ W_hh). Each pair together or
+  // not at all, and the backward's only with the forward's (step_weights packs
+  // the backward's in grad mode only).
   // step_weights makes them for float32 cells. Shared, so that copies of the
   // weights share one packing.
   std::shared_ptr<const blas::PackedMatrix> packed_ih{};

@@ -283,13 +283,20 @@ TEST_CASE("lstm_cell: shape and dtype errors") {
   LSTMWeights one_packed = w;
   one_packed.packed_ih = packed.packed_ih;
   CHECK_THROWS_WITH_AS(lstm_cell(zeros({2, 3}), {h, c}, one_packed),
-                       "lstm_cell: packed_ih, packed_hh, packed_ih_t and packed_hh_t come together; only some are set",
-                       Error);
-  LSTMWeights no_backward = packed;
-  no_backward.packed_hh_t = nullptr;
-  CHECK_THROWS_WITH_AS(lstm_cell(zeros({2, 3}), {h, c}, no_backward),
-                       "lstm_cell: packed_ih, packed_hh, packed_ih_t and packed_hh_t come together; only some are set",
-                       Error);
+                       "lstm_cell: packed_ih and packed_hh come together; only some are set", Error);
+  LSTMWeights backward_only = w;  // the backward's pair without the forward's
+  backward_only.packed_ih_t = packed.packed_ih_t;
+  backward_only.packed_hh_t = packed.packed_hh_t;
+  CHECK_THROWS_WITH_AS(lstm_cell(zeros({2, 3}), {h, c}, backward_only),
+                       "lstm_cell: packed_ih and packed_hh come together; only some are set", Error);
+  LSTMWeights half_backward = packed;
+  half_backward.packed_hh_t = nullptr;
+  CHECK_THROWS_WITH_AS(lstm_cell(zeros({2, 3}), {h, c}, half_backward),
+                       "lstm_cell: packed_ih_t and packed_hh_t come together; only one is set", Error);
+  LSTMWeights forward_only = packed;  // what step_weights gives for decoding: the same step
+  forward_only.packed_ih_t = nullptr;
+  forward_only.packed_hh_t = nullptr;
+  CHECK(max_abs_diff(lstm_cell(ones({2, 3}), {h, c}, forward_only).h, lstm_cell(ones({2, 3}), {h, c}, w).h) <= 1e-6);
   LSTMWeights swapped_t = packed;
   std::swap(swapped_t.packed_ih_t, swapped_t.packed_hh_t);
   CHECK_THROWS_WITH_AS(lstm_cell(zeros({2, 3}), {h, c}, swapped_t),
@@ -322,8 +329,12 @@ TEST_CASE("LSTMCell: recorded steps gather their weight gradients into one produ
     const double tol = dtype == Float64 ? 1e-12 : 1e-5;
     LSTMCell cell(I, H, gen, {.dtype = dtype});
     {
-      NoGradGuard no_grad;  // nothing recorded: nothing to gather
-      CHECK(!cell.step_weights(B).deferred);
+      NoGradGuard no_grad;  // nothing recorded: nothing to gather, and no backward to pack for
+      const LSTMWeights decoding = cell.step_weights(B);
+      CHECK(!decoding.deferred);
+      CHECK(static_cast<bool>(decoding.packed_ih) == (dtype == Float32));
+      CHECK(!decoding.packed_ih_t);
+      CHECK(!decoding.packed_hh_t);
     }
     const Tensor xs = normal({T, B, I}, 0, 1, gen, dtype);
     const Tensor r = normal({B, H}, 0, 1, gen, dtype);
