@@ -97,22 +97,31 @@ bool avx512_kernels(const std::string& openblas_name) {
 // even counting the packing of op(B) at every call (bench_packed), which OpenBLAS
 // does too. With AVX2 on both sides the two run level, and OpenBLAS's own
 // AVX-512 kernels are as fast; it also splits a product over threads, which the
-// packed kernel does not, so with more than one thread OpenBLAS keeps it.
-bool route_to_packed(float alpha) {
-  static const bool faster = detail::packed_kernel() == detail::PackedKernel::Avx512 && !avx512_kernels(openblas_get_corename());
-  return faster && alpha == 1.0f && packed_routing.load(std::memory_order_relaxed) && num_threads() == 1;
+// packed kernel does not, so with more than one thread OpenBLAS keeps the
+// products it would split: those of more than kOpenBlasOneThreadUpTo
+// multiply-adds. OpenBLAS runs the smaller ones on one thread whatever its
+// thread count (measured with 0.3.21 at 2 threads: CPU time / wall time 1.00 for
+// 64 x 64 x 64, 2.0 for 65 x 65 x 65).
+constexpr double kOpenBlasOneThreadUpTo = 64.0 * 64.0 * 64.0;
+
+bool route_to_packed(float alpha, std::int64_t m, std::int64_t n, std::int64_t k) {
+  static const bool faster =
+      detail::packed_kernel() == detail::PackedKernel::Avx512 && !avx512_kernels(openblas_get_corename());
+  if (!faster || alpha != 1.0f || !packed_routing.load(std::memory_order_relaxed)) return false;
+  const double mnk = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  return mnk <= kOpenBlasOneThreadUpTo || num_threads() == 1;
 }
 }  // namespace
 
 bool set_packed_routing(bool on) { return packed_routing.exchange(on); }
-bool packed_routing_active() { return route_to_packed(1.0f); }
+bool packed_routing_active() { return route_to_packed(1.0f, 1 << 20, 1 << 20, 1 << 20); }
 
 std::string float_products() {
   const bool packed_avx512 = detail::packed_kernel() == detail::PackedKernel::Avx512;
   if (!packed_routing.load()) return "OpenBLAS (set so), and attend's packed kernel for the weights it packs";
   if (packed_avx512 && !avx512_kernels(openblas_get_corename()))
-    return "attend's packed AVX-512 kernel (core/packed_gemm.hpp) when OpenBLAS runs one thread, "
-           "OpenBLAS with more";
+    return "attend's packed AVX-512 kernel (core/packed_gemm.hpp); with more than one OpenBLAS thread, "
+           "those over 64^3 multiply-adds on OpenBLAS";
   return packed_avx512 ? "OpenBLAS (its AVX-512 kernels), and attend's packed kernel for the weights it packs"
                        : "OpenBLAS, and attend's packed kernel for the weights it packs";
 }
@@ -121,7 +130,7 @@ void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64
           const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
           std::int64_t ldc) {
   if (empty_product(m, n, k, beta, c, ldc)) return;
-  if (route_to_packed(alpha))
+  if (route_to_packed(alpha, m, n, k))
     return timed(
         trans_a, trans_b, m, n, k,
         [&] {

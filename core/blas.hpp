@@ -10,7 +10,9 @@ namespace attend::blas {
 // A is (M, K) after op, B is (K, N) after op, C is (M, N); ld* are row strides.
 // float32 products with alpha 1 run on attend's packed kernel instead
 // (core/packed_gemm.hpp) where it is the faster: its AVX-512 kernel runs, OpenBLAS's
-// kernels are not AVX-512, and OpenBLAS has one thread. Everything else runs OpenBLAS.
+// kernels are not AVX-512, and OpenBLAS has one thread or the product is one
+// OpenBLAS would not split over its threads (at most 64^3 multiply-adds).
+// Everything else runs OpenBLAS.
 void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
           const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
           std::int64_t ldc);
@@ -20,7 +22,8 @@ void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64
 
 // Off: float32 products run OpenBLAS too (tests' oracle, and A/B benchmarks).
 // On by default; returns the previous setting. Whether it takes effect here and
-// now: packed_routing_active(). What runs float32 products, in words: float_products().
+// now for every size: packed_routing_active(). What runs float32 products, in
+// words: float_products().
 bool set_packed_routing(bool on);
 bool packed_routing_active();
 std::string float_products();

@@ -334,8 +334,19 @@ TEST_CASE("blas::gemm hands float32 products with alpha 1 to the packed kernel o
     CHECK(!counted_packed(1.0f));
   }
   CHECK(blas::packed_routing_active() == expected);
-  blas::set_num_threads(2);  // OpenBLAS splits products over threads; the packed kernel does not
+  // OpenBLAS splits products over threads, the packed kernel does not: at 2
+  // threads it keeps the products it would split (over 64^3 multiply-adds), and
+  // the small ones, which it runs on one thread, still go to the packed kernel.
+  blas::set_num_threads(2);
   CHECK(!blas::packed_routing_active());
-  CHECK(!counted_packed(1.0f));
+  CHECK(counted_packed(1.0f) == expected);  // 4 x 5 x 8
+  const std::vector<float> big_a(65 * 65, 0.5f), big_b(65 * 65, 0.25f);
+  std::vector<float> big_c(65 * 65);
+  blas::set_gemm_timing(true);
+  blas::gemm(false, false, 65, 65, 65, 1.0f, big_a.data(), 65, big_b.data(), 65, 0.0f, big_c.data(), 65);
+  blas::set_gemm_timing(false);
+  REQUIRE(blas::gemm_shape_stats().size() == 1);
+  CHECK(!blas::gemm_shape_stats()[0].packed);
+  CHECK(big_c[0] == doctest::Approx(65 * 0.125));
   blas::set_num_threads(threads);
 }
