@@ -15,9 +15,10 @@
 #   S="--embed 32 --hidden 64 --batch 16 --src-len 20 --tgt-len 20 --vocab 1000 --attention additive"
 #   M="--embed 128 --hidden 256 --batch 64 --src-len 30 --tgt-len 30 --vocab 8000 --attention additive"
 #   ROUNDS=11 bench/compare_seq2seq.sh $S --threads 1 --steps 20
-#   ROUNDS=5 TORCH_FLAGS=--project-all bench/compare_seq2seq.sh $M --threads 1 --steps 3 --warmup 2
-# (at M, the second step still takes fresh pages while the storage cache fills:
-# with --warmup 2 the timed steps are steady, see the page-fault line)
+#   ROUNDS=5 TORCH_FLAGS=--project-all bench/compare_seq2seq.sh $M --threads 1 --steps 3 --warmup 5
+# (at M, the first steps still take fresh pages while the storage cache fills,
+# the fourth ~200 of them: with --warmup 5 the timed steps are steady, see the
+# page-fault line)
 set -euo pipefail
 attend_bin="${ATTEND:-build/release/tools/attend}"
 python="${TORCH_PYTHON:-/usr/bin/python3}"
