@@ -95,42 +95,68 @@ bool avx512_kernels(const std::string& openblas_name) {
 // Whether a float32 product goes to the packed kernel. It does where that kernel
 // is AVX-512 and OpenBLAS's kernels are not: there it runs ~2x OpenBLAS's rate
 // even counting the packing of op(B) at every call (bench_packed), which OpenBLAS
-// does too. With AVX2 on both sides the two run level, and OpenBLAS's own
-// AVX-512 kernels are as fast; it also splits a product over threads, which the
-// packed kernel does not, so with more than one thread OpenBLAS keeps the
-// products it would split: those of more than kOpenBlasOneThreadUpTo
-// multiply-adds. OpenBLAS runs the smaller ones on one thread whatever its
-// thread count (measured with 0.3.21 at 2 threads: CPU time / wall time 1.00 for
-// 64 x 64 x 64, 2.0 for 65 x 65 x 65).
+// does too. OpenBLAS's own AVX-512 kernels are as fast. With AVX2 on both sides
+// the two run level on large products, but on the small ones the packed kernel
+// wins (bench_packed on a Zen 3: 16 x 64 x 128 at 61 GFLOP/s against 52, 256 x
+// 96 x 16 at 58 against 41, 64 x 256 x 512 at 84 against 78), so there it takes
+// those of at most kAvx2SmallUpTo multiply-adds, when op(A) is A itself (A^T read
+// down its columns or transposed first loses to OpenBLAS at AVX2 width). OpenBLAS
+// also splits a product over threads, which the packed kernel does not, so with
+// more than one thread OpenBLAS keeps the products it would split: those of more
+// than kOpenBlasOneThreadUpTo multiply-adds. OpenBLAS runs the smaller ones on one
+// thread whatever its thread count (measured with 0.3.21 at 2 threads: CPU time /
+// wall time 1.00 for 64 x 64 x 64, 2.0 for 65 x 65 x 65).
 constexpr double kOpenBlasOneThreadUpTo = 64.0 * 64.0 * 64.0;
+constexpr double kAvx2SmallUpTo = 64.0 * 256.0 * 512.0;  // M decoding's combine layer
 
-bool route_to_packed(float alpha, std::int64_t m, std::int64_t n, std::int64_t k) {
-  static const bool faster =
-      detail::packed_kernel() == detail::PackedKernel::Avx512 && !avx512_kernels(openblas_get_corename());
-  if (!faster || alpha != 1.0f || !packed_routing.load(std::memory_order_relaxed)) return false;
+enum class Routing { None, Avx512, Avx2Small };
+
+Routing routing() {
+  static const Routing r = [] {
+    if (avx512_kernels(openblas_get_corename())) return Routing::None;
+    switch (detail::packed_kernel()) {
+      case detail::PackedKernel::Avx512: return Routing::Avx512;
+      case detail::PackedKernel::Avx2: return Routing::Avx2Small;
+      default: return Routing::None;
+    }
+  }();
+  return r;
+}
+
+bool route_to_packed(float alpha, bool trans_a, std::int64_t m, std::int64_t n, std::int64_t k) {
+  const Routing r = routing();
+  if (r == Routing::None || alpha != 1.0f || !packed_routing.load(std::memory_order_relaxed)) return false;
   const double mnk = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  if (r == Routing::Avx2Small && (trans_a || mnk > kAvx2SmallUpTo)) return false;
   return mnk <= kOpenBlasOneThreadUpTo || num_threads() == 1;
 }
 }  // namespace
 
 bool set_packed_routing(bool on) { return packed_routing.exchange(on); }
-bool packed_routing_active() { return route_to_packed(1.0f, 1 << 20, 1 << 20, 1 << 20); }
+bool packed_routing_active() { return route_to_packed(1.0f, false, 1 << 20, 1 << 20, 1 << 20); }
+bool packed_routing_small() { return route_to_packed(1.0f, false, 32, 32, 32); }
 
 std::string float_products() {
-  const bool packed_avx512 = detail::packed_kernel() == detail::PackedKernel::Avx512;
   if (!packed_routing.load()) return "OpenBLAS (set so), and attend's packed kernel for the weights it packs";
-  if (packed_avx512 && !avx512_kernels(openblas_get_corename()))
-    return "attend's packed AVX-512 kernel (core/packed_gemm.hpp); with more than one OpenBLAS thread, "
-           "those over 64^3 multiply-adds on OpenBLAS";
-  return packed_avx512 ? "OpenBLAS (its AVX-512 kernels), and attend's packed kernel for the weights it packs"
-                       : "OpenBLAS, and attend's packed kernel for the weights it packs";
+  switch (routing()) {
+    case Routing::Avx512:
+      return "attend's packed AVX-512 kernel (core/packed_gemm.hpp); with more than one OpenBLAS thread, "
+             "those over 64^3 multiply-adds on OpenBLAS";
+    case Routing::Avx2Small:
+      return "OpenBLAS, and attend's packed AVX2 kernel (core/packed_gemm.hpp) for the weights it packs and for "
+             "products of op(A) = A of at most 64 x 256 x 512 multiply-adds (64^3 with more than one OpenBLAS thread)";
+    case Routing::None: break;
+  }
+  return detail::packed_kernel() == detail::PackedKernel::Avx512
+             ? "OpenBLAS (its AVX-512 kernels), and attend's packed kernel for the weights it packs"
+             : "OpenBLAS, and attend's packed kernel for the weights it packs";
 }
 
 void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
           const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
           std::int64_t ldc) {
   if (empty_product(m, n, k, beta, c, ldc)) return;
-  if (route_to_packed(alpha, m, n, k))
+  if (route_to_packed(alpha, trans_a, m, n, k))
     return timed(
         trans_a, trans_b, m, n, k,
         [&] {

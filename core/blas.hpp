@@ -9,9 +9,11 @@ namespace attend::blas {
 
 // A is (M, K) after op, B is (K, N) after op, C is (M, N); ld* are row strides.
 // float32 products with alpha 1 run on attend's packed kernel instead
-// (core/packed_gemm.hpp) where it is the faster: its AVX-512 kernel runs, OpenBLAS's
-// kernels are not AVX-512, and OpenBLAS has one thread or the product is one
-// OpenBLAS would not split over its threads (at most 64^3 multiply-adds).
+// (core/packed_gemm.hpp) where it is the faster. OpenBLAS's kernels must not be
+// AVX-512, and OpenBLAS must have one thread or the product be one it would not
+// split over its threads (at most 64^3 multiply-adds). Then: where the kernel's
+// AVX-512 build runs, every such product; where its AVX2 build is the widest,
+// the small ones (at most 64 x 256 x 512 multiply-adds) with op(A) = A.
 // Everything else runs OpenBLAS.
 void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
           const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
@@ -22,10 +24,12 @@ void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64
 
 // Off: float32 products run OpenBLAS too (tests' oracle, and A/B benchmarks).
 // On by default; returns the previous setting. Whether it takes effect here and
-// now for every size: packed_routing_active(). What runs float32 products, in
+// now for every size: packed_routing_active(); for small products with op(A) = A
+// (32^3 multiply-adds): packed_routing_small(). What runs float32 products, in
 // words: float_products().
 bool set_packed_routing(bool on);
 bool packed_routing_active();
+bool packed_routing_small();
 std::string float_products();
 
 // The time spent inside gemm and gemm_packed (core/packed_gemm.hpp), for

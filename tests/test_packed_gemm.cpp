@@ -303,9 +303,11 @@ TEST_CASE("blas::gemm hands float32 products with alpha 1 to the packed kernel o
   const std::vector<float> a = random_values(8 * 4, gen), b = random_values(8 * 5, gen);
   std::vector<float> c(4 * 5);
   const int threads = blas::num_threads();
-  // The rule (blas.hpp): the AVX-512 packed kernel runs, OpenBLAS's kernels are
-  // not AVX-512, one thread. Whether OpenBLAS's are depends on the machine and
-  // OPENBLAS_CORETYPE, so the test reads that part from kernels_in_use().
+  // The rule (blas.hpp): OpenBLAS's kernels are not AVX-512, one thread, and
+  // the AVX-512 packed kernel runs (every product), or the AVX2 one is the
+  // widest (small products with op(A) = A). Whether OpenBLAS's are AVX-512
+  // depends on the machine and OPENBLAS_CORETYPE, so the test reads that part
+  // from kernels_in_use().
   const std::string kernels = blas::kernels_in_use();
   bool openblas_avx512 = false;
   for (const char* name : {"SkylakeX ", "Cooperlake ", "SapphireRapids "})
@@ -348,5 +350,42 @@ TEST_CASE("blas::gemm hands float32 products with alpha 1 to the packed kernel o
   REQUIRE(blas::gemm_shape_stats().size() == 1);
   CHECK(!blas::gemm_shape_stats()[0].packed);
   CHECK(big_c[0] == doctest::Approx(65 * 0.125));
+  blas::set_num_threads(threads);
+}
+
+TEST_CASE("blas::gemm hands small float32 products with op(A) = A to the AVX2 packed kernel, and no large ones") {
+  const std::string kernels = blas::kernels_in_use();
+  bool openblas_avx512 = false;
+  for (const char* name : {"SkylakeX ", "Cooperlake ", "SapphireRapids "})
+    openblas_avx512 = openblas_avx512 || kernels.rfind(name, 0) == 0;
+  const bool avx512 = blas::detail::packed_kernel() == PackedKernel::Avx512 && !openblas_avx512;
+  const bool avx2 = blas::detail::packed_kernel() == PackedKernel::Avx2 && !openblas_avx512;
+  const int threads = blas::num_threads();
+  blas::set_num_threads(1);
+  // C (m, n) = A (m, k) @ B^T, B (n, k): which code ran it, and C checked against a triple loop.
+  auto ran_packed = [](std::int64_t m, std::int64_t n, std::int64_t k, bool trans_b) {
+    Generator gen(static_cast<std::uint64_t>(m + n + k));
+    const std::vector<float> a = random_values(static_cast<std::size_t>(m * k), gen),
+                             b = random_values(static_cast<std::size_t>(n * k), gen);
+    std::vector<float> c(static_cast<std::size_t>(m * n));
+    blas::set_gemm_timing(true);
+    blas::gemm(false, trans_b, m, n, k, 1.0f, a.data(), k, b.data(), trans_b ? k : n, 0.0f, c.data(), n);
+    blas::set_gemm_timing(false);
+    const std::vector<blas::GemmShapeStats> shapes = blas::gemm_shape_stats();
+    REQUIRE(shapes.size() == 1);
+    for (std::int64_t i = 0; i < m; i += 7)
+      for (std::int64_t j = 0; j < n; j += 5) {
+        double want = 0;
+        for (std::int64_t kk = 0; kk < k; ++kk)
+          want += static_cast<double>(a[i * k + kk]) * (trans_b ? b[j * k + kk] : b[kk * n + j]);
+        CHECK(c[i * n + j] == doctest::Approx(want).epsilon(1e-4));
+      }
+    return shapes[0].packed;
+  };
+  CHECK(blas::packed_routing_small() == (avx512 || avx2));
+  CHECK(ran_packed(16, 64, 128, true) == (avx512 || avx2));    // S training: attention, per step
+  CHECK(ran_packed(64, 256, 512, true) == (avx512 || avx2));   // M decoding: the combine layer, the largest taken
+  CHECK(ran_packed(64, 256, 512, false) == (avx512 || avx2));  // NN too
+  CHECK(ran_packed(64, 257, 512, true) == avx512);             // one column more: OpenBLAS at AVX2
   blas::set_num_threads(threads);
 }
