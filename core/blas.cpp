@@ -182,12 +182,17 @@ void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64
 }
 
 void gemm_packed(std::int64_t m, const float* x, std::int64_t ldx, const PackedMatrix& w, float beta, float* y,
-                 std::int64_t ldy) {
+                 std::int64_t ldy, const Epilogue& epilogue) {
   if (m < 0) fail("gemm_packed: {} rows of x", m);
   if (ldx < w.k()) fail("gemm_packed: the row stride {} of x is below W's {} columns", ldx, w.k());
   if (ldy < w.n()) fail("gemm_packed: the row stride {} of y is below W's {} rows", ldy, w.n());
-  if (m == 0 || w.n() == 0) return;
-  timed(false, true, m, w.n(), w.k(), [&] { detail::packed_product(m, x, ldx, w, beta, y, ldy, detail::packed_kernel()); }, true);
+  if (m == 0 || w.n() == 0) {
+    if (epilogue.rows != nullptr) std::fill_n(epilogue.rows, m, RowSummary{});
+    return;
+  }
+  timed(false, true, m, w.n(), w.k(), [&] {
+    detail::packed_product(m, x, ldx, w, beta, y, ldy, detail::packed_kernel(), epilogue);
+  }, true);
 }
 
 void set_num_threads(int n) {

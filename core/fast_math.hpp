@@ -48,25 +48,34 @@ ExpRange exp_range();  // {-87, 88}, out of line on purpose (core/fast_math.cpp)
 // e^x (Cephes' expf, without branches). The argument is clamped to [lo, hi],
 // so this never returns 0 or inf: for softmax rows and gates, not for users' exp.
 // x = n ln2 + r with |r| <= ln2/2, e^x = 2^n * e^r, e^r by a degree-7 polynomial.
-inline float exp(float x, ExpRange range) {
-  x = x < range.lo ? range.lo : x;
-  x = x > range.hi ? range.hi : x;
+// F is float, or a GCC vector of floats with I the int32 vector of its width:
+// the packed product's kernel (core/packed_gemm.cpp) runs it on whole registers,
+// in place (a vector passed or returned by value has another ABI per target).
+template <class F, class I>
+[[gnu::always_inline]] inline void exp_lanes(F& x, float lo, float hi) {
+  x = x < lo ? F{} + lo : x;
+  x = x > hi ? F{} + hi : x;
   // Adding 1.5 * 2^23 rounds x/ln2 to an integer n, which then sits in the low mantissa bits.
-  const float magic = 12582912.0f;
-  const float shifted = x * 1.44269504088896341f + magic;
-  const float n = shifted - magic;
-  float r = x - n * 0.693359375f;  // ln2 in two parts, so that n * ln2 is exact enough
+  const F magic = F{} + 12582912.0f;
+  const F shifted = x * 1.44269504088896341f + magic;
+  const F n = shifted - magic;
+  F r = x - n * 0.693359375f;  // ln2 in two parts, so that n * ln2 is exact enough
   r = r - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
+  F p = F{} + 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
   p = p * r + 8.3334519073e-3f;
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * (r * r) + r + 1.0f;
-  const std::int32_t n_int = std::bit_cast<std::int32_t>(shifted) - std::bit_cast<std::int32_t>(magic);
-  const float two_to_n = std::bit_cast<float>((n_int + 127) << 23);
-  return p * two_to_n;
+  // The builtin, not std::bit_cast: a library function returning a vector has the ABI problem above.
+  const I n_int = __builtin_bit_cast(I, shifted) - __builtin_bit_cast(I, magic);
+  const F two_to_n = __builtin_bit_cast(F, (n_int + 127) << 23);
+  x = p * two_to_n;
+}
+inline float exp(float x, ExpRange range) {
+  exp_lanes<float, std::int32_t>(x, range.lo, range.hi);
+  return x;
 }
 inline float exp(float x) { return fast_math::exp(x, ExpRange{-87.0f, 88.0f}); }
 

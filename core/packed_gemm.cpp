@@ -4,9 +4,13 @@
 #include "core/packed_gemm.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
+#include <vector>
 
 #include "core/error.hpp"
+#include "core/fast_math.hpp"
 #include "core/transpose.hpp"
 
 namespace attend::blas {
@@ -48,6 +52,17 @@ namespace {
 using V16 = float __attribute__((vector_size(64)));
 using V8 = float __attribute__((vector_size(32)));
 using V4 = float __attribute__((vector_size(16)));
+using I16 = std::int32_t __attribute__((vector_size(64)));
+using I8 = std::int32_t __attribute__((vector_size(32)));
+using I4 = std::int32_t __attribute__((vector_size(16)));
+template <class V>
+struct IntOf;  // the int32 vector of V's width, for fast_math::exp_lanes
+template <>
+struct IntOf<V16> { using type = I16; };
+template <>
+struct IntOf<V8> { using type = I8; };
+template <>
+struct IntOf<V4> { using type = I4; };
 template <class V>
 constexpr int kLanes = static_cast<int>(sizeof(V) / sizeof(float));
 template <class V>
@@ -71,9 +86,109 @@ template <bool XT>
 // y[0:R, 16 p0 : 16 (p0 + P)] = x[0:R] @ (panels p0 .. p0 + P - 1) + beta * y, where
 // every one of the R * P * kSplit accumulators is a register: per k, P * kSplit
 // loads of W and R broadcasts of x feed R * P * kSplit independent multiply-adds.
+// Lines of the panels that come next, for a block to prefetch into L2 while it
+// works: from `lines` on, `count` cache lines (see product()).
+struct Prefetch {
+  const char* lines = nullptr;
+  std::int64_t count = 0;
+};
+
+// A row's summary while the kernel runs, lane by lane: lane j of the 16 holds
+// what it has seen of the columns 16 i + j, so that no block needs a horizontal
+// reduction (a chain of 16 dependent steps per row). fold() reduces the lanes
+// once, after the product.
+struct LaneSummary {
+  float max[PackedMatrix::kPanel];         // m_j, NaN passed over
+  float exp_sum[PackedMatrix::kPanel];     // s_j = sum e^(z - m_j)
+  float best_value[PackedMatrix::kPanel];  // the largest z but skip's
+  std::int32_t best[PackedMatrix::kPanel];  // its column, the first on a tie
+};
+
+LaneSummary empty_lanes() {
+  LaneSummary s;
+  std::fill_n(s.max, PackedMatrix::kPanel, -std::numeric_limits<float>::infinity());
+  std::fill_n(s.exp_sum, PackedMatrix::kPanel, 0.0f);
+  std::fill_n(s.best_value, PackedMatrix::kPanel, -std::numeric_limits<float>::infinity());
+  std::fill_n(s.best, PackedMatrix::kPanel, -1);
+  return s;
+}
+
+// The lanes into one summary: M = max_j m_j, sum = sum_j s_j e^(m_j - M) (lanes
+// that saw only -inf add nothing), and the best the first column among the
+// lanes' best of the largest value.
+RowSummary fold(const LaneSummary& lanes) {
+  RowSummary out;
+  for (std::int64_t j = 0; j < PackedMatrix::kPanel; ++j)
+    if (lanes.max[j] > out.max) out.max = lanes.max[j];
+  for (std::int64_t j = 0; j < PackedMatrix::kPanel; ++j)
+    if (lanes.max[j] > -std::numeric_limits<float>::infinity())
+      out.exp_sum += static_cast<double>(lanes.exp_sum[j]) *
+                     std::exp(static_cast<double>(lanes.max[j]) - static_cast<double>(out.max));
+  for (std::int64_t j = 0; j < PackedMatrix::kPanel; ++j) {
+    if (lanes.best[j] < 0) continue;
+    if (lanes.best_value[j] > out.best_value || (lanes.best_value[j] == out.best_value && lanes.best[j] < out.best)) {
+      out.best_value = lanes.best_value[j];
+      out.best = lanes.best[j];
+    }
+  }
+  return out;
+}
+
+// The epilogue as the kernel runs it: the rows' lanes instead of their summaries.
+struct Lanes {
+  const float* bias = nullptr;
+  LaneSummary* rows = nullptr;
+  std::int64_t skip = -1;
+};
+
+// Folds the Q vectors z of one row's block, columns col0 .. col0 + Q L - 1 (past
+// the end of the row: -inf), into the row's lanes; vector q adds to lane
+// vector q % S (the columns 16 i + (q % S) L + l). Per lane, with m the running maximum:
+//   m' = max(m, z)                       (NaN passed over: a compare that fails keeps m)
+//   s' = s e^(m - m') + e^(z - m')       (the sum stays relative to the running maximum)
+//   best: z's column where z > the best so far, skip's column left out
+template <class V, int Q>
+[[gnu::always_inline]] inline void summarise(const V (&z)[Q], std::int64_t col0, std::int64_t skip,
+                                             LaneSummary& row) {
+  using I = typename IntOf<V>::type;
+  constexpr int L = kLanes<V>, S = kSplit<V>;
+  constexpr float lo = -87.0f, hi = 88.0f;  // fast_math::exp's clamp
+  I lane;
+  for (int l = 0; l < L; ++l) lane[l] = l;
+  const bool skip_here = skip >= col0 && skip < col0 + Q * L;
+  for (int s = 0; s < S; ++s) {
+    V m, sum, best_value;
+    I best;
+    load(m, row.max + s * L);
+    load(sum, row.exp_sum + s * L);
+    load(best_value, row.best_value + s * L);
+    std::memcpy(&best, row.best + s * L, sizeof best);
+    const V m_old = m;
+    for (int q = s; q < Q; q += S) m = z[q] > m ? z[q] : m;
+    V scale = m_old - m;  // e^(m - m'): 1 where the maximum stayed, 0 from -inf
+    fast_math::exp_lanes<V, I>(scale, lo, hi);
+    sum *= scale;
+    for (int q = s; q < Q; q += S) {
+      V e = z[q] - m;
+      fast_math::exp_lanes<V, I>(e, lo, hi);
+      sum += e;
+      const I column = lane + static_cast<std::int32_t>(col0 + q * L);
+      V candidate = z[q];
+      if (skip_here) candidate = column == static_cast<std::int32_t>(skip) ? V{} + (-std::numeric_limits<float>::infinity()) : candidate;
+      const auto above = candidate > best_value;
+      best_value = above ? candidate : best_value;
+      best = above ? column : best;
+    }
+    std::memcpy(row.max + s * L, &m, sizeof m);
+    std::memcpy(row.exp_sum + s * L, &sum, sizeof sum);
+    std::memcpy(row.best_value + s * L, &best_value, sizeof best_value);
+    std::memcpy(row.best + s * L, &best, sizeof best);
+  }
+}
+
 template <class V, int R, int P, bool XT>
 [[gnu::always_inline]] inline void block(const float* x, std::int64_t ldx, const PackedMatrix& w, std::int64_t p0,
-                                         float beta, float* y, std::int64_t ldy) {
+                                         float beta, float* y, std::int64_t ldy, Prefetch pf, const Lanes& epi) {
   constexpr int S = kSplit<V>, L = kLanes<V>, Q = P * S;  // vectors per row of the block
   const std::int64_t K = w.k(), N = w.n();
   V acc[R][Q];
@@ -86,6 +201,7 @@ template <class V, int R, int P, bool XT>
   // output projection: ~90 to ~96 GFLOP/s in A/B runs).
 #pragma GCC unroll 4
   for (std::int64_t k = 0; k < K; ++k) {
+    for (std::int64_t line = k; line < pf.count; line += K) __builtin_prefetch(pf.lines + line * 64, 0, 2);
     V b[Q];
     for (int q = 0; q < Q; ++q) load(b[q], panel[q / S] + k * PackedMatrix::kPanel + (q % S) * L);
     for (int r = 0; r < R; ++r) {
@@ -93,7 +209,9 @@ template <class V, int R, int P, bool XT>
       for (int q = 0; q < Q; ++q) acc[r][q] += x_rk * b[q];  // y[r, n] += x[r, k] W[n, k]
     }
   }
+  // y = acc + bias + beta * y, row by row, then the row's summary from the same registers.
   for (int r = 0; r < R; ++r) {
+    V z[Q];
     for (int p = 0; p < P; ++p) {
       const std::int64_t col = (p0 + p) * PackedMatrix::kPanel;
       const std::int64_t cols = std::min(PackedMatrix::kPanel, N - col);
@@ -101,19 +219,35 @@ template <class V, int R, int P, bool XT>
       if (cols == PackedMatrix::kPanel) {
         for (int s = 0; s < S; ++s) {
           V v = acc[r][p * S + s];
+          if (epi.bias != nullptr) {
+            V b;
+            load(b, epi.bias + col + s * L);
+            v += b;
+          }
           if (beta != 0.0f) {  // beta 0 never reads y (it may hold NaN)
             V y_old;
             load(y_old, y_r + s * L);
             v += beta * y_old;
           }
           std::memcpy(y_r + s * L, &v, sizeof v);
+          z[p * S + s] = v;
         }
       } else {  // the last panel, past the end of y's row
         float out[PackedMatrix::kPanel];
         for (int s = 0; s < S; ++s) std::memcpy(out + s * L, &acc[r][p * S + s], sizeof(V));
-        for (std::int64_t j = 0; j < cols; ++j) y_r[j] = beta == 0.0f ? out[j] : out[j] + beta * y_r[j];
+        for (std::int64_t j = 0; j < PackedMatrix::kPanel; ++j) {
+          if (j >= cols) {
+            out[j] = -std::numeric_limits<float>::infinity();  // for the summary only
+            continue;
+          }
+          if (epi.bias != nullptr) out[j] += epi.bias[col + j];
+          if (beta != 0.0f) out[j] += beta * y_r[j];
+          y_r[j] = out[j];
+        }
+        for (int s = 0; s < S; ++s) load(z[p * S + s], out + s * L);
       }
     }
+    if (epi.rows != nullptr) summarise<V, Q>(z, p0 * PackedMatrix::kPanel, epi.skip, epi.rows[r]);
   }
 }
 
@@ -121,28 +255,50 @@ template <class V, int R, int P, bool XT>
 template <class V, int R, int P, bool XT>
 [[gnu::always_inline]] inline void block_rows(std::int64_t rows, const float* x, std::int64_t ldx,
                                               const PackedMatrix& w, std::int64_t p0, float beta, float* y,
-                                              std::int64_t ldy) {
+                                              std::int64_t ldy, Prefetch pf, const Lanes& epi) {
   if constexpr (R > 1) {
-    if (rows < R) return block_rows<V, R - 1, P, XT>(rows, x, ldx, w, p0, beta, y, ldy);
+    if (rows < R) return block_rows<V, R - 1, P, XT>(rows, x, ldx, w, p0, beta, y, ldy, pf, epi);
   }
-  block<V, R, P, XT>(x, ldx, w, p0, beta, y, ldy);
+  block<V, R, P, XT>(x, ldx, w, p0, beta, y, ldy, pf, epi);
 }
 
 // Panels P at a time (then one at a time), and for each, R rows at a time: a
 // panel (K x 16 floats) stays in L1 while every row block passes over it.
 template <class V, int R, int P, bool XT>
 [[gnu::always_inline]] inline void product(std::int64_t M, const float* x, std::int64_t ldx, const PackedMatrix& w,
-                                           float beta, float* y, std::int64_t ldy) {
+                                           float beta, float* y, std::int64_t ldy, const Lanes& epi) {
   const std::int64_t panels = (w.n() + PackedMatrix::kPanel - 1) / PackedMatrix::kPanel;
   // row i of x: i rows down, or (XT) i columns across
   const auto rows_from = [&](std::int64_t i) { return XT ? x + i : x + i * ldx; };
+  // While the row blocks pass over panels p0 .. p0 + P - 1, they prefetch the
+  // next P panels into L2, a share each: the first block over a panel would
+  // otherwise wait on it, where W is too large to stay in L2 between calls (M
+  // decoding: an 8 MB output projection and 2.5 MB of LSTM weights at every
+  // step, greedy 6% faster in A/B runs). A W of at most kPrefetchAbove bytes
+  // is left to stay in L2 (S training ran 3% slower with the prefetches).
+  constexpr std::int64_t kPrefetchAbove = 512 * 1024;
+  const std::int64_t blocks = (M + R - 1) / R, panel_lines = w.k() * PackedMatrix::kPanel * 4 / 64;
+  const bool large = panels * panel_lines * 64 > kPrefetchAbove;
+  const auto prefetch = [&](std::int64_t next, std::int64_t count, std::int64_t i) {
+    const std::int64_t lines = std::min(count, panels - next) * panel_lines, share = (lines + blocks - 1) / blocks;
+    if (!large || lines <= 0) return Prefetch{};
+    const std::int64_t first = i / R * share;
+    return Prefetch{reinterpret_cast<const char*>(w.panel(next)) + first * 64,
+                    std::max<std::int64_t>(0, std::min(share, lines - first))};
+  };
+  // the epilogue of rows i .. i + R - 1
+  const auto epi_from = [&](std::int64_t i) {
+    return Lanes{epi.bias, epi.rows == nullptr ? nullptr : epi.rows + i, epi.skip};
+  };
   std::int64_t p0 = 0;
   for (; p0 + P <= panels; p0 += P)
     for (std::int64_t i = 0; i < M; i += R)
-      block_rows<V, R, P, XT>(std::min<std::int64_t>(R, M - i), rows_from(i), ldx, w, p0, beta, y + i * ldy, ldy);
+      block_rows<V, R, P, XT>(std::min<std::int64_t>(R, M - i), rows_from(i), ldx, w, p0, beta, y + i * ldy, ldy,
+                              prefetch(p0 + P, P, i), epi_from(i));
   for (; p0 < panels; ++p0)
     for (std::int64_t i = 0; i < M; i += R)
-      block_rows<V, R, 1, XT>(std::min<std::int64_t>(R, M - i), rows_from(i), ldx, w, p0, beta, y + i * ldy, ldy);
+      block_rows<V, R, 1, XT>(std::min<std::int64_t>(R, M - i), rows_from(i), ldx, w, p0, beta, y + i * ldy, ldy,
+                              prefetch(p0 + 1, 1, i), epi_from(i));
 }
 
 // One kernel per instruction set, each compiled for its own (clang, in the fuzz
@@ -156,32 +312,43 @@ template <class V, int R, int P, bool XT>
 #define ATTEND_PACKED_WIDE 1
 __attribute__((target("arch=x86-64-v4"))) void run_avx512(bool xt, std::int64_t M, const float* x, std::int64_t ldx,
                                                            const PackedMatrix& w, float beta, float* y,
-                                                           std::int64_t ldy) {
-  if (xt) return product<V16, 6, 2, true>(M, x, ldx, w, beta, y, ldy);
-  product<V16, 6, 2, false>(M, x, ldx, w, beta, y, ldy);
+                                                           std::int64_t ldy, const Lanes& epi) {
+  if (xt) return product<V16, 6, 2, true>(M, x, ldx, w, beta, y, ldy, epi);
+  product<V16, 6, 2, false>(M, x, ldx, w, beta, y, ldy, epi);
 }
 __attribute__((target("arch=x86-64-v3"))) void run_avx2(bool xt, std::int64_t M, const float* x, std::int64_t ldx,
                                                          const PackedMatrix& w, float beta, float* y,
-                                                         std::int64_t ldy) {
-  if (xt) return product<V8, 6, 1, true>(M, x, ldx, w, beta, y, ldy);
-  product<V8, 6, 1, false>(M, x, ldx, w, beta, y, ldy);
+                                                         std::int64_t ldy, const Lanes& epi) {
+  if (xt) return product<V8, 6, 1, true>(M, x, ldx, w, beta, y, ldy, epi);
+  product<V8, 6, 1, false>(M, x, ldx, w, beta, y, ldy, epi);
 }
 #endif
 void run_baseline(bool xt, std::int64_t M, const float* x, std::int64_t ldx, const PackedMatrix& w, float beta,
-                  float* y, std::int64_t ldy) {
-  if (xt) return product<V4, 2, 1, true>(M, x, ldx, w, beta, y, ldy);
-  product<V4, 2, 1, false>(M, x, ldx, w, beta, y, ldy);
+                  float* y, std::int64_t ldy, const Lanes& epi) {
+  if (xt) return product<V4, 2, 1, true>(M, x, ldx, w, beta, y, ldy, epi);
+  product<V4, 2, 1, false>(M, x, ldx, w, beta, y, ldy, epi);
 }
 
 void run(detail::PackedKernel kernel, bool xt, std::int64_t m, const float* x, std::int64_t ldx, const PackedMatrix& w,
-         float beta, float* y, std::int64_t ldy) {
+         float beta, float* y, std::int64_t ldy, const Epilogue& epi) {
+  if (epi.rows != nullptr) std::fill_n(epi.rows, m, RowSummary{});
   if (m == 0 || w.n() == 0) return;
   if (!detail::packed_kernel_runs(kernel)) fail("gemm_packed: this CPU cannot run the kernel asked for");
+  if (epi.rows != nullptr && w.n() > std::numeric_limits<std::int32_t>::max())
+    fail("gemm_packed: row summaries take at most 2^31 - 1 columns, got {}", w.n());
+  // The rows' lanes, in a buffer each thread keeps: no fresh pages per call.
+  thread_local std::vector<LaneSummary> lanes;
+  if (epi.rows != nullptr) lanes.assign(static_cast<std::size_t>(m), empty_lanes());
+  const Lanes kernel_epi{epi.bias, epi.rows == nullptr ? nullptr : lanes.data(), epi.skip};
+  [&] {
 #if defined(ATTEND_PACKED_WIDE)
-  if (kernel == detail::PackedKernel::Avx512) return run_avx512(xt, m, x, ldx, w, beta, y, ldy);
-  if (kernel == detail::PackedKernel::Avx2) return run_avx2(xt, m, x, ldx, w, beta, y, ldy);
+    if (kernel == detail::PackedKernel::Avx512) return run_avx512(xt, m, x, ldx, w, beta, y, ldy, kernel_epi);
+    if (kernel == detail::PackedKernel::Avx2) return run_avx2(xt, m, x, ldx, w, beta, y, ldy, kernel_epi);
 #endif
-  run_baseline(xt, m, x, ldx, w, beta, y, ldy);
+    run_baseline(xt, m, x, ldx, w, beta, y, ldy, kernel_epi);
+  }();
+  if (epi.rows != nullptr)
+    for (std::int64_t i = 0; i < m; ++i) epi.rows[i] = fold(lanes[static_cast<std::size_t>(i)]);
 }
 
 }  // namespace
@@ -214,13 +381,13 @@ PackedKernel packed_kernel() {
 }
 
 void packed_product(std::int64_t m, const float* x, std::int64_t ldx, const PackedMatrix& w, float beta, float* y,
-                    std::int64_t ldy, PackedKernel kernel) {
-  run(kernel, false, m, x, ldx, w, beta, y, ldy);
+                    std::int64_t ldy, PackedKernel kernel, const Epilogue& epilogue) {
+  run(kernel, false, m, x, ldx, w, beta, y, ldy, epilogue);
 }
 
 void packed_product_xt(std::int64_t m, const float* xt, std::int64_t ldxt, const PackedMatrix& w, float beta,
-                       float* y, std::int64_t ldy, PackedKernel kernel) {
-  run(kernel, true, m, xt, ldxt, w, beta, y, ldy);
+                       float* y, std::int64_t ldy, PackedKernel kernel, const Epilogue& epilogue) {
+  run(kernel, true, m, xt, ldxt, w, beta, y, ldy, epilogue);
 }
 
 void gemm_by_packing(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, const float* a,

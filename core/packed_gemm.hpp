@@ -8,6 +8,7 @@
 // Letters: x (M, K) the rows, W (N, K) as a linear layer's weight, y (M, N).
 // float only; blas::gemm(false, true, ...) is the oracle (tests/test_packed_gemm.cpp).
 #include <cstdint>
+#include <limits>
 
 #include "core/tensor.hpp"
 
@@ -40,11 +41,33 @@ class PackedMatrix {
   Tensor data_;
 };
 
+// What decoding reads of a row z of logits (one row of y): its maximum and
+// normaliser, and the best token. The kernel gathers them from the registers
+// that hold each block of y, so that no pass over the (m, N) logits follows the
+// product (M greedy decoding: 64 rows of 8,000 read three times per step).
+struct RowSummary {
+  float max = -std::numeric_limits<float>::infinity();         // max_n z_n, NaN passed over
+  double exp_sum = 0;  // sum_n e^(z_n - max), fast_math::exp; NaN with a NaN z_n; meaningless while max is -inf
+  float best_value = -std::numeric_limits<float>::infinity();  // max_n z_n over n != skip
+  std::int64_t best = -1;  // the first n != skip with z_n == best_value; -1 when no z_n is above -inf
+};
+
+// What the product does to each block of y besides multiplying:
+//   y = x @ W^T + bias + beta * y   (bias (N), or null)
+// and, when rows is not null, rows[i] summarises row i of y (m summaries, with
+// `skip` left out of the best token; -1 leaves out none).
+struct Epilogue {
+  const float* bias = nullptr;
+  RowSummary* rows = nullptr;
+  std::int64_t skip = -1;
+};
+
 // y (m, N) = x (m, K) @ W^T + beta * y, with W packed; rows of x ldx apart,
-// rows of y ldy apart. beta 0 never reads y. Counted by gemm_stats() as a
-// (false, true, m, N, K) product marked packed (blas.cpp). Error when ldx < K or ldy < N.
+// rows of y ldy apart, and the epilogue (bias, row summaries). beta 0 never
+// reads y. Counted by gemm_stats() as a (false, true, m, N, K) product marked
+// packed (blas.cpp). Error when ldx < K or ldy < N.
 void gemm_packed(std::int64_t m, const float* x, std::int64_t ldx, const PackedMatrix& w, float beta, float* y,
-                 std::int64_t ldy);
+                 std::int64_t ldy, const Epilogue& epilogue = {});
 
 namespace detail {
 // The kernels, one per instruction set; gemm_packed runs the widest this CPU has.
@@ -54,10 +77,10 @@ PackedKernel packed_kernel();                  // the widest that runs
 // The product alone, untimed, with the kernel given (tests run each one):
 // Error when this CPU cannot run it.
 void packed_product(std::int64_t m, const float* x, std::int64_t ldx, const PackedMatrix& w, float beta, float* y,
-                    std::int64_t ldy, PackedKernel kernel);
+                    std::int64_t ldy, PackedKernel kernel, const Epilogue& epilogue = {});
 // The same with x given as its transpose: xt (K, m), rows ldxt apart (ldxt >= m).
 void packed_product_xt(std::int64_t m, const float* xt, std::int64_t ldxt, const PackedMatrix& w, float beta,
-                       float* y, std::int64_t ldy, PackedKernel kernel);
+                       float* y, std::int64_t ldy, PackedKernel kernel, const Epilogue& epilogue = {});
 
 // C (m, n) = op(A) @ op(B) + beta * C, as blas::gemm with alpha 1 (blas.hpp), on
 // the packed kernel: op(B) is packed afresh (as W = op(B)^T). When trans_a, A is

@@ -61,23 +61,34 @@ void put_log_softmax(const T* z, std::int64_t V, bool add, double* out) {
 // logits = x @ W^T + b (N, V), as model.logits(x) computes it, but from W made
 // ready once per search. float32: W packed (core/packed_gemm.hpp), as OpenBLAS
 // would pack it afresh at every call (that packing took a tenth of greedy
-// decoding at the default sizes). float64: W^T, as OpenBLAS multiplies a plain
-// operand faster than a transposed one at decoding's few rows.
-Tensor project_rows(const Tensor& x, const blas::PackedMatrix& packed, const Tensor& weight_t, const Tensor& bias) {
+// decoding at the default sizes), with the bias added by the kernel and, when
+// `summaries` is not null, each row summarised there too (N). float64: W^T, as
+// OpenBLAS multiplies a plain operand faster than a transposed one at decoding's few rows.
+Tensor project_rows(const Tensor& x, const blas::PackedMatrix& packed, const Tensor& weight_t, const Tensor& bias,
+                    blas::RowSummary* summaries, std::int64_t skip) {
   const std::int64_t N = x.size(0), H = x.size(1), V = packed.empty() ? weight_t.size(1) : packed.n();
   Tensor y = empty({N, V}, x.dtype());
   dispatch(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     T* py = y.data<T>();
-    if (bias.defined())
-      for (std::int64_t r = 0; r < N; ++r) std::copy(bias.data<T>(), bias.data<T>() + V, py + r * V);
-    const T beta = bias.defined() ? T(1) : T(0);
-    if constexpr (std::is_same_v<T, float>)
-      blas::gemm_packed(N, x.data<T>(), H, packed, beta, py, V);
-    else
-      blas::gemm(false, false, N, V, H, T(1), x.data<T>(), H, weight_t.data<T>(), V, beta, py, V);
+    if constexpr (std::is_same_v<T, float>) {
+      blas::gemm_packed(N, x.data<T>(), H, packed, 0.0f, py, V,
+                        {bias.defined() ? bias.data<T>() : nullptr, summaries, skip});
+    } else {
+      if (bias.defined())
+        for (std::int64_t r = 0; r < N; ++r) std::copy(bias.data<T>(), bias.data<T>() + V, py + r * V);
+      blas::gemm(false, false, N, V, H, T(1), x.data<T>(), H, weight_t.data<T>(), V, bias.defined() ? T(1) : T(0),
+                 py, V);
+    }
   });
   return y;
+}
+
+// A kernel's row summary is used where it is the plain case: a finite maximum
+// and normaliser, and a best token. Rows with NaN or infinite logits take the
+// passes over the logits instead, whose every edge the tests pin down.
+bool summary_usable(const blas::RowSummary& s) {
+  return s.best >= 0 && std::isfinite(s.max) && std::isfinite(s.exp_sum) && s.exp_sum > 0;
 }
 
 }  // namespace
@@ -128,15 +139,18 @@ DecoderEnsemble::DecoderEnsemble(std::span<Seq2Seq* const> models, const Batch& 
   }
 }
 
-DecoderEnsemble::Output& DecoderEnsemble::step(const std::vector<std::int64_t>& previous, const std::vector<bool>& wanted) {
+DecoderEnsemble::Output& DecoderEnsemble::step(const std::vector<std::int64_t>& previous, const std::vector<bool>& wanted,
+                                               std::int64_t skip) {
   const std::int64_t N = rows_, V = vocab_, S = source_length_;
   Output& out = out_;
   out.vocab = V;
   const bool one = members_.size() == 1;
-  // Both buffers are the same size at every step: no new memory.
+  // The buffers are the same size at every step: no new memory.
   if (one) {
     out.log_norm.resize(static_cast<std::size_t>(N));
     out.row_max.resize(static_cast<std::size_t>(N));
+    out.best.assign(static_cast<std::size_t>(N), -1);
+    summaries_.resize(static_cast<std::size_t>(N));
   } else {
     out.log_probs.resize(static_cast<std::size_t>(N * V));
   }
@@ -145,10 +159,19 @@ DecoderEnsemble::Output& DecoderEnsemble::step(const std::vector<std::int64_t>& 
     Member& m = members_[i];
     Seq2Seq::Step step = m.model->step(m.enc, Indices(previous), m.state);
     m.state = step.state;
-    const Tensor logits = project_rows(step.attentional, m.project_packed, m.project_t, m.model->project.bias);  // (N, V)
+    const bool summarised = one && !m.project_packed.empty();
+    const Tensor logits = project_rows(step.attentional, m.project_packed, m.project_t, m.model->project.bias,
+                                       summarised ? summaries_.data() : nullptr, skip);  // (N, V)
     const bool add = i > 0;
     for (std::int64_t r = 0; r < N; ++r) {
       if (!wanted.empty() && !wanted[r]) continue;
+      if (summarised && summary_usable(summaries_[r])) {
+        const blas::RowSummary& sum = summaries_[r];
+        out.row_max[r] = sum.max;
+        out.log_norm[r] = static_cast<double>(sum.max) + std::log(sum.exp_sum);
+        out.best[r] = sum.best;
+        continue;
+      }
       dispatch(logits.dtype(), [&](auto zero) {
         using T = decltype(zero);
         const T* z = logits.data<T>() + r * V;
@@ -191,6 +214,8 @@ void DecoderEnsemble::Output::exclude(std::int64_t row, std::int64_t token) {
     log_probs[static_cast<std::size_t>(row * vocab + token)] = -std::numeric_limits<double>::infinity();
     return;
   }
+  if (!best.empty() && best[static_cast<std::size_t>(row)] == token)
+    best[static_cast<std::size_t>(row)] = -1;  // found without the step's skip, but not without this token
   dispatch(logits.dtype(), [&](auto zero) {
     using T = decltype(zero);
     T& z = logits.data<T>()[row * vocab + token];
@@ -202,6 +227,7 @@ void DecoderEnsemble::Output::exclude(std::int64_t row, std::int64_t token) {
 
 std::int64_t DecoderEnsemble::Output::best_token(std::int64_t row) const {
   if (!logits.defined()) return attend::best_token(log_probs.data() + row * vocab, vocab);
+  if (best[static_cast<std::size_t>(row)] >= 0) return best[static_cast<std::size_t>(row)];
   return dispatch(logits.dtype(), [&](auto zero) {
     using T = decltype(zero);
     const T* z = logits.data<T>() + row * vocab;

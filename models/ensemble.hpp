@@ -34,6 +34,7 @@ class DecoderEnsemble {
     Tensor logits;                  // one model: (N, V), the model's dtype
     std::vector<double> log_norm;   // one model: (N), m + log sum_v e^(z_v - m)
     std::vector<double> row_max;    // one model: (N), m = max_v z_v (NaN passed over), or NaN once unknown
+    std::vector<std::int64_t> best;  // one model: (N), the best token but the step's `skip`, or -1 when unknown
     std::vector<double> log_probs;  // an ensemble: (N, V)
     std::vector<double> weights;    // (N, S) mean attention weights; empty when no model has attention
     std::int64_t vocab = 0;
@@ -50,7 +51,12 @@ class DecoderEnsemble {
   // computing the log-probabilities of the rows marked in `wanted` (all when empty).
   // The output lives in this object until the next step: its (N, V) buffer is
   // reused, since fresh pages for it at every step cost more than filling them.
-  Output& step(const std::vector<std::int64_t>& previous, const std::vector<bool>& wanted = {});
+  // `skip` (-1: none) is the token the caller will exclude from every row before
+  // it asks for the best one (greedy decoding without </s>): one float32 model
+  // then finds each row's best token, maximum and normaliser in the output
+  // projection's kernel (blas::RowSummary), with no pass over the logits after it.
+  Output& step(const std::vector<std::int64_t>& previous, const std::vector<bool>& wanted = {},
+               std::int64_t skip = -1);
   // Row r continues from row parents[r] of the last step (N): beam search's reordering.
   void reorder(const std::vector<std::int64_t>& parents);
 
@@ -69,6 +75,7 @@ class DecoderEnsemble {
   };
   std::vector<Member> members_;
   Output out_;
+  std::vector<blas::RowSummary> summaries_;  // (N), one float32 model's, from the output projection's kernel
   std::int64_t rows_ = 0, vocab_ = 0, source_length_ = 0, attending_ = 0;
 };
 

@@ -3,6 +3,7 @@
 // by beam search; the mean attention; mismatched models refused.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <numeric>
@@ -62,6 +63,30 @@ TEST_CASE("an ensemble of a model with itself decodes exactly as the model alone
     for (std::size_t s = 0; s < a.size(); ++s) {
       CHECK(single[s].tokens == a[s][0].tokens);
       CHECK(single[s].score == a[s][0].score);
+    }
+  }
+}
+
+TEST_CASE("float32 greedy decoding: the kernel's row summaries pick what an ensemble's passes over log p pick") {
+  // One float32 model finds each row's best token and normaliser in the output
+  // projection's kernel (blas::RowSummary); the same model twice takes the mean
+  // of log_softmax in double, pass by pass: the oracle.
+  std::unique_ptr<Seq2Seq> model = small_model(22, AttentionKind::Additive, 40, Float32);
+  const Batch batch = sources({{4, 5, 6, 4, 5}, {6, 4}, {5}, {6, 5, 4}});
+  Seq2Seq* const alone[] = {model.get()};
+  Seq2Seq* const twice[] = {model.get(), model.get()};
+  for (const bool stop_at_eos : {true, false}) {
+    CAPTURE(stop_at_eos);
+    DecodeOptions o;
+    o.stop_at_eos = stop_at_eos;
+    o.max_len_a = 0;
+    o.max_len_b = 12;
+    const std::vector<Hypothesis> a = greedy_decode(alone, batch, o), b = greedy_decode(twice, batch, o);
+    REQUIRE(a.size() == b.size());
+    for (std::size_t s = 0; s < a.size(); ++s) {
+      CHECK(a[s].tokens == b[s].tokens);
+      if (!stop_at_eos) CHECK(std::find(a[s].tokens.begin(), a[s].tokens.end(), Vocabulary::kEos) == a[s].tokens.end());
+      CHECK(a[s].log_prob == doctest::Approx(b[s].log_prob).epsilon(1e-5));
     }
   }
 }
