@@ -11,37 +11,8 @@
 
 #include "core/error.hpp"
 #include "core/fast_math.hpp"
-#include "core/transpose.hpp"
 
 namespace attend::blas {
-
-PackedMatrix::PackedMatrix(std::int64_t n, std::int64_t k) : n_(n), k_(k) {
-  if (n < 0 || k < 0) fail("PackedMatrix: sizes must be >= 0, got W ({}, {})", n, k);
-  const std::int64_t panels = (n + kPanel - 1) / kPanel;
-  data_ = attend::empty({panels * k * kPanel}, Float32);  // the packers fill every column below n
-  if (n % kPanel != 0)  // the columns past n, in the last panel, are zeros
-    std::fill_n(data_.data<float>() + (panels - 1) * k * kPanel, k * kPanel, 0.0f);
-}
-
-PackedMatrix::PackedMatrix(const float* w, std::int64_t n, std::int64_t k, std::int64_t ldw) : PackedMatrix(n, k) {
-  if (ldw < k) fail("PackedMatrix: the row stride {} of W ({}, {}) is below its {} columns", ldw, n, k, k);
-  // Panel p (k, 16) is the transpose of W's rows 16p .. 16p + 15 (fewer in the last).
-  for (std::int64_t p = 0; p * kPanel < n; ++p)
-    transpose_tiles<float, false>(w + p * kPanel * ldw, ldw, data_.data<float>() + p * k * kPanel, kPanel,
-                                  std::min(kPanel, n - p * kPanel), k);
-}
-
-PackedMatrix PackedMatrix::from_transposed(const float* wt, std::int64_t n, std::int64_t k, std::int64_t ldwt) {
-  PackedMatrix m(n, k);
-  if (ldwt < n) fail("PackedMatrix: the row stride {} of W^T ({}, {}) is below its {} columns", ldwt, k, n, n);
-  for (std::int64_t p = 0; p * kPanel < n; ++p) {
-    float* out = m.data_.data<float>() + p * k * kPanel;
-    const std::int64_t cols = std::min(kPanel, n - p * kPanel);
-    for (std::int64_t kk = 0; kk < k; ++kk)  // panel row kk: W[16p .. 16p + 15, kk] = W^T[kk, 16p ..]
-      std::copy(wt + kk * ldwt + p * kPanel, wt + kk * ldwt + p * kPanel + cols, out + kk * kPanel);
-  }
-  return m;
-}
 
 namespace {
 
@@ -141,6 +112,16 @@ struct Lanes {
   std::int64_t skip = -1;
 };
 
+// Whether any lane of a comparison's result is set.
+template <class I>
+[[gnu::always_inline]] inline bool any_lane(const I& mask) {
+  std::uint64_t words[sizeof(I) / 8];
+  std::memcpy(words, &mask, sizeof words);
+  std::uint64_t any = 0;
+  for (std::uint64_t w : words) any |= w;
+  return any != 0;
+}
+
 // Folds the Q vectors z of one row's block, columns col0 .. col0 + Q L - 1 (past
 // the end of the row: -inf), into the row's lanes; vector q adds to lane
 // vector q % S (the columns 16 i + (q % S) L + l). Per lane, with m the running maximum:
@@ -165,9 +146,11 @@ template <class V, int Q>
     std::memcpy(&best, row.best + s * L, sizeof best);
     const V m_old = m;
     for (int q = s; q < Q; q += S) m = z[q] > m ? z[q] : m;
-    V scale = m_old - m;  // e^(m - m'): 1 where the maximum stayed, 0 from -inf
-    fast_math::exp_lanes<V, I>(scale, lo, hi);
-    sum *= scale;
+    if (any_lane(m_old != m)) {  // after the first blocks the maximum seldom moves
+      V scale = m_old - m;  // e^(m - m'): 1 where the maximum stayed, 0 from -inf
+      fast_math::exp_lanes<V, I>(scale, lo, hi);
+      sum *= scale;
+    }
     for (int q = s; q < Q; q += S) {
       V e = z[q] - m;
       fast_math::exp_lanes<V, I>(e, lo, hi);
@@ -303,7 +286,10 @@ template <class V, int R, int P, bool XT>
 
 // One kernel per instruction set, each compiled for its own (clang, in the fuzz
 // preset, builds the baseline alone, as with ATTEND_SIMD_CLONES):
-//   AVX-512   6 rows x 2 panels: 12 of its 32 registers accumulate
+//   AVX-512   8 rows x 2 panels: 16 of its 32 registers accumulate (6 rows, 12
+//             registers: decoding's 64-row products 5-7% slower, others level,
+//             in runs alternating in one process); x as its transpose: 6 rows
+//             (8 unmeasured there)
 //   AVX2      6 rows x 1 panel: 12 of its 16 (4 rows, 8 registers, left the
 //             loads and broadcasts too few multiply-adds to hide: ~5-10% slower)
 //   baseline  2 rows x 1 panel:  8 of SSE's 16
@@ -314,7 +300,7 @@ __attribute__((target("arch=x86-64-v4"))) void run_avx512(bool xt, std::int64_t 
                                                            const PackedMatrix& w, float beta, float* y,
                                                            std::int64_t ldy, const Lanes& epi) {
   if (xt) return product<V16, 6, 2, true>(M, x, ldx, w, beta, y, ldy, epi);
-  product<V16, 6, 2, false>(M, x, ldx, w, beta, y, ldy, epi);
+  product<V16, 8, 2, false>(M, x, ldx, w, beta, y, ldy, epi);
 }
 __attribute__((target("arch=x86-64-v3"))) void run_avx2(bool xt, std::int64_t M, const float* x, std::int64_t ldx,
                                                          const PackedMatrix& w, float beta, float* y,
@@ -388,29 +374,6 @@ void packed_product(std::int64_t m, const float* x, std::int64_t ldx, const Pack
 void packed_product_xt(std::int64_t m, const float* xt, std::int64_t ldxt, const PackedMatrix& w, float beta,
                        float* y, std::int64_t ldy, PackedKernel kernel, const Epilogue& epilogue) {
   run(kernel, true, m, xt, ldxt, w, beta, y, ldy, epilogue);
-}
-
-void gemm_by_packing(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, const float* a,
-                     std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc,
-                     PackedKernel kernel) {
-  if (m < 0 || n < 0 || k < 0) fail("gemm_by_packing: sizes must be >= 0, got m {} n {} k {}", m, n, k);
-  if (lda < (trans_a ? m : k))
-    fail("gemm_by_packing: the row stride {} of A is below its {} columns", lda, trans_a ? m : k);
-  if (ldc < n) fail("gemm_by_packing: the row stride {} of C is below its {} columns", ldc, n);
-  // y = x @ W^T with x = op(A) and W = op(B)^T: op(B) (k, n) is W^T as it is,
-  // B itself (n, k) when trans_b.
-  const PackedMatrix w = trans_b ? PackedMatrix(b, n, k, ldb) : PackedMatrix::from_transposed(b, n, k, ldb);
-  if (!trans_a) return packed_product(m, a, lda, w, beta, c, ldc, kernel);
-  // op(A) = A^T, A (k, m). Read down its columns, a row block of R rows needs
-  // one cache line of A per k; the next row blocks reuse those lines while the k
-  // lines stay in L1 (48 KiB here): up to kColumnsUpTo. Past it each line comes
-  // back from L2 or further for every block (at k = 1920: half the rate, a third
-  // at a stride of 4 KiB), and a transposed copy of A, made once, is faster.
-  constexpr std::int64_t kColumnsUpTo = 384;  // 24 KiB of lines
-  if (k <= kColumnsUpTo) return packed_product_xt(m, a, lda, w, beta, c, ldc, kernel);
-  Tensor rows = attend::empty({m, k}, Float32);
-  transpose_tiles<float, false>(a, lda, rows.data<float>(), k, k, m);
-  packed_product(m, rows.data<float>(), k, w, beta, c, ldc, kernel);
 }
 
 }  // namespace detail

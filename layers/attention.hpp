@@ -37,6 +37,7 @@
 
 #include "core/random.hpp"
 #include "core/tensor.hpp"
+#include "layers/linear.hpp"
 #include "layers/module.hpp"
 
 namespace attend::nn {
@@ -49,6 +50,10 @@ struct AttentionKeys {
   Tensor keys;    // (B, S, d): projected keys W_k h_j / W_K h_j / W h_j; for plain dot, h itself
   Tensor values;  // (B, S, Hk): the encoder states h_j
   Tensor mask;    // (B, S): 1 real, 0 padding, in the dtype of the values (never requires grad)
+  // The query projection (W_q and b, or W_Q) packed for the steps when
+  // precompute() ran in no-grad mode on float32 (decoding); else empty, and
+  // step() runs linear(). Steps that record always run linear().
+  PackedLinear query;
 };
 
 // What step() and forward() return; `auto [context, weights] = attn.step(...)`.

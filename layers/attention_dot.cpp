@@ -140,13 +140,16 @@ AttentionKeys DotProductAttention::precompute(const Tensor& encoder_states, cons
   const Tensor& weight = options_.score == DotScore::General ? W : W_K;  // undefined for plain
   Tensor m = detail::check_encoder_side(op, encoder_states, mask, key_size_, weight);
   Tensor keys = weight.defined() ? linear(encoder_states, weight) : encoder_states;
-  return {keys, encoder_states, m};
+  const bool projected = options_.score == DotScore::Projected;
+  return {keys, encoder_states, m, projected ? PackedLinear::for_decoding(W_Q, Tensor()) : PackedLinear()};
 }
 
 // q = W_Q s (one small GEMM) for projected scores, else s itself; then the fused op.
 AttentionOutput DotProductAttention::step(const Tensor& query, const AttentionKeys& keys) const {
   detail::check_query_side("DotProductAttention.step", query, keys, query_size_);
-  Tensor q = options_.score == DotScore::Projected ? linear(query, W_Q) : query;
+  Tensor q = query;
+  if (options_.score == DotScore::Projected)
+    q = !keys.query.empty() && !GradMode::enabled() ? keys.query.forward(query) : linear(query, W_Q);
   return dot_attention_step(q, keys.keys, keys.values, keys.mask, scale());
 }
 

@@ -148,3 +148,56 @@ TEST_CASE("Linear: errors") {
                        "linear: dtypes differ: float64 and float32 (convert one with .to(dtype))", Error);
   CHECK_THROWS_WITH_AS(lin.forward(Tensor()), "Linear: input is an undefined tensor", Error);
 }
+
+TEST_CASE("PackedLinear: the same y as linear(), with and without a bias, at any row count") {
+  Generator gen(11);
+  nn::Linear lin(37, 21, gen);
+  NoGradGuard no_grad;
+  const nn::PackedLinear with_bias = nn::PackedLinear::for_decoding(lin.weight, lin.bias);
+  const nn::PackedLinear no_bias = nn::PackedLinear::pack(lin.weight, Tensor());
+  REQUIRE(!with_bias.empty());
+  for (const std::int64_t rows : {1, 6, 7, 64}) {
+    CAPTURE(rows);
+    const Tensor x = uniform({rows, 37}, -1, 1, gen);
+    const Values want = linear(x, lin.weight, lin.bias).to_vector(), got = with_bias.forward(x).to_vector();
+    const Values want_nb = linear(x, lin.weight).to_vector(), got_nb = no_bias.forward(x).to_vector();
+    REQUIRE(got.size() == want.size());
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-5));
+      CHECK(got_nb[i] == doctest::Approx(want_nb[i]).epsilon(1e-5));
+    }
+  }
+  // Hand-computed: W = [[1, 2], [3, 4]], b = [10, 20], x = [1, 1] -> [13, 27].
+  const Tensor W = tensor({1, 2, 3, 4}, {2, 2});
+  Tensor b = tensor({10, 20});
+  const nn::PackedLinear hand = nn::PackedLinear::pack(W, b);
+  CHECK(hand.forward(tensor({1, 1}, {1, 2})).to_vector() == Values{13, 27});
+  // The bias is a copy: a later change to the model's bias is not half seen.
+  b.fill_(0);
+  CHECK(hand.forward(tensor({1, 1}, {1, 2})).to_vector() == Values{13, 27});
+}
+
+TEST_CASE("PackedLinear: only for decoding; wrong inputs are errors that say what is wrong") {
+  Generator gen(12);
+  nn::Linear lin(4, 3, gen);
+  nn::Linear lin64(4, 3, gen, Float64);
+  CHECK(nn::PackedLinear::for_decoding(lin.weight, lin.bias).empty());  // recording: linear() it is
+  {
+    NoGradGuard no_grad;
+    CHECK(nn::PackedLinear::for_decoding(lin64.weight, lin64.bias).empty());  // float64 keeps linear()
+    CHECK(!nn::PackedLinear::for_decoding(lin.weight, lin.bias).empty());
+  }
+  CHECK_THROWS_WITH_AS(nn::PackedLinear::pack(lin64.weight, Tensor()),
+                       "PackedLinear: the weight must be a float32 matrix (out, in), got float64 [3, 4]", Error);
+  CHECK_THROWS_WITH_AS(nn::PackedLinear::pack(lin.weight, zeros(Shape{4})),
+                       "PackedLinear: the bias must be float32 (3) for weight [3, 4], got float32 [4]", Error);
+  const nn::PackedLinear packed = nn::PackedLinear::pack(lin.weight, lin.bias);
+  CHECK_THROWS_WITH_AS(packed.forward(zeros(Shape{2, 5})),
+                       "PackedLinear.forward: x must be float32 (rows, 4), got float32 [2, 5]", Error);
+  CHECK_THROWS_WITH_AS(packed.forward(zeros(Shape{4})),
+                       "PackedLinear.forward: x must be float32 (rows, 4), got float32 [4]", Error);
+  CHECK_THROWS_WITH_AS(
+      packed.forward(zeros(Shape{2, 4}).requires_grad_()),
+      "PackedLinear.forward: x requires grad, and no gradient flows through a packed weight (use linear())", Error);
+  CHECK_THROWS_WITH_AS(nn::PackedLinear().forward(zeros(Shape{2, 4})), "PackedLinear.forward: nothing packed", Error);
+}

@@ -119,7 +119,7 @@ void check_random(std::int64_t M, std::int64_t N, std::int64_t K, float beta, st
 
 TEST_CASE("packed epilogue: bias and row summaries on every row block, panel and lane edge") {
   Generator gen(7);
-  for (const std::int64_t M : {1, 2, 5, 6, 7, 13})
+  for (const std::int64_t M : {1, 2, 5, 6, 7, 8, 9, 13, 17})
     for (const std::int64_t N : {1, 3, 15, 16, 17, 31, 32, 33, 100})
       for (const std::int64_t skip : {std::int64_t{-1}, std::int64_t{0}, N - 1, N / 2})
         check_random(M, N, 9, 0.0f, skip, gen);

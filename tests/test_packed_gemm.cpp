@@ -123,7 +123,7 @@ void check_against_gemm(std::int64_t M, std::int64_t N, std::int64_t K, std::int
 
 TEST_CASE("gemm_packed: the same products as gemm on every row block, panel and stride edge") {
   Generator gen(41);
-  for (const std::int64_t M : {1, 2, 3, 4, 5, 6, 7, 11, 12, 13, 16})
+  for (const std::int64_t M : {1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 16, 17})
     for (const std::int64_t N : {1, 15, 16, 17, 32, 33, 48, 50})
       check_against_gemm(M, N, 7, 0, 0.0f, gen);
   for (const float beta : {0.0f, 1.0f, 0.5f, -2.0f})

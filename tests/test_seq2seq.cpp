@@ -256,3 +256,32 @@ TEST_CASE("the model's fused projection and loss equal logits() then cross_entro
     for (auto& [name, p] : model.named_parameters()) CHECK_MESSAGE(allclose(p.grad(), fused_grads[name], 1e-11, 1e-13), name);
   }
 }
+
+TEST_CASE("decoding's steps by packed weights (no grad, float32) equal the recorded steps by linear()") {
+  for (const AttentionKind kind : {AttentionKind::Additive, AttentionKind::Dot, AttentionKind::None}) {
+    CAPTURE(attention_name(kind));
+    Generator init(9);
+    Seq2SeqConfig config = tiny_config(kind, false);
+    config.hidden = 20;  // more than one panel of the packed kernel
+    Seq2Seq model(config, init, Float32);
+    model.eval();
+    const Batch batch = batch_of(tiny_pairs(), Float32);
+    const Indices previous({2, 5, 6});
+    Seq2Seq::Encoded recorded = model.encode(batch.source, batch.source_lengths, batch.source_mask);
+    CHECK(recorded.combine.empty());
+    CHECK(recorded.keys.query.empty());
+    const Seq2Seq::Step want = model.step(recorded, previous, model.initial_state(recorded));
+    NoGradGuard no_grad;
+    Seq2Seq::Encoded packed = model.encode(batch.source, batch.source_lengths, batch.source_mask);
+    CHECK(!packed.combine.empty());
+    CHECK(packed.keys.query.empty() == (kind == AttentionKind::None));
+    const Seq2Seq::Step got = model.step(packed, previous, model.initial_state(packed));
+    const std::vector<double> a = got.attentional.to_vector(), b = want.attentional.to_vector();
+    REQUIRE(a.size() == b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) CHECK(a[i] == doctest::Approx(b[i]).epsilon(1e-5));
+    if (kind != AttentionKind::None) {
+      const std::vector<double> wa = got.weights.to_vector(), wb = want.weights.to_vector();
+      for (std::size_t i = 0; i < wa.size(); ++i) CHECK(wa[i] == doctest::Approx(wb[i]).epsilon(1e-5));
+    }
+  }
+}

@@ -1,0 +1,67 @@
+// Packing: blas::PackedMatrix's panels from W or W^T, and gemm_by_packing, the
+// products blas::gemm hands to the packed kernel (core/packed_gemm.cpp), packing
+// op(B) at the call. Letters as in packed_gemm.hpp.
+#include <algorithm>
+
+#include "core/error.hpp"
+#include "core/packed_gemm.hpp"
+#include "core/transpose.hpp"
+
+namespace attend::blas {
+
+PackedMatrix::PackedMatrix(std::int64_t n, std::int64_t k) : n_(n), k_(k) {
+  if (n < 0 || k < 0) fail("PackedMatrix: sizes must be >= 0, got W ({}, {})", n, k);
+  const std::int64_t panels = (n + kPanel - 1) / kPanel;
+  data_ = attend::empty({panels * k * kPanel}, Float32);  // the packers fill every column below n
+  if (n % kPanel != 0)  // the columns past n, in the last panel, are zeros
+    std::fill_n(data_.data<float>() + (panels - 1) * k * kPanel, k * kPanel, 0.0f);
+}
+
+PackedMatrix::PackedMatrix(const float* w, std::int64_t n, std::int64_t k, std::int64_t ldw) : PackedMatrix(n, k) {
+  if (ldw < k) fail("PackedMatrix: the row stride {} of W ({}, {}) is below its {} columns", ldw, n, k, k);
+  // Panel p (k, 16) is the transpose of W's rows 16p .. 16p + 15 (fewer in the last).
+  for (std::int64_t p = 0; p * kPanel < n; ++p)
+    transpose_tiles<float, false>(w + p * kPanel * ldw, ldw, data_.data<float>() + p * k * kPanel, kPanel,
+                                  std::min(kPanel, n - p * kPanel), k);
+}
+
+PackedMatrix PackedMatrix::from_transposed(const float* wt, std::int64_t n, std::int64_t k, std::int64_t ldwt) {
+  PackedMatrix m(n, k);
+  if (ldwt < n) fail("PackedMatrix: the row stride {} of W^T ({}, {}) is below its {} columns", ldwt, k, n, n);
+  for (std::int64_t p = 0; p * kPanel < n; ++p) {
+    float* out = m.data_.data<float>() + p * k * kPanel;
+    const std::int64_t cols = std::min(kPanel, n - p * kPanel);
+    for (std::int64_t kk = 0; kk < k; ++kk)  // panel row kk: W[16p .. 16p + 15, kk] = W^T[kk, 16p ..]
+      std::copy(wt + kk * ldwt + p * kPanel, wt + kk * ldwt + p * kPanel + cols, out + kk * kPanel);
+  }
+  return m;
+}
+
+namespace detail {
+
+void gemm_by_packing(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, const float* a,
+                     std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc,
+                     PackedKernel kernel) {
+  if (m < 0 || n < 0 || k < 0) fail("gemm_by_packing: sizes must be >= 0, got m {} n {} k {}", m, n, k);
+  if (lda < (trans_a ? m : k))
+    fail("gemm_by_packing: the row stride {} of A is below its {} columns", lda, trans_a ? m : k);
+  if (ldc < n) fail("gemm_by_packing: the row stride {} of C is below its {} columns", ldc, n);
+  // y = x @ W^T with x = op(A) and W = op(B)^T: op(B) (k, n) is W^T as it is,
+  // B itself (n, k) when trans_b.
+  const PackedMatrix w = trans_b ? PackedMatrix(b, n, k, ldb) : PackedMatrix::from_transposed(b, n, k, ldb);
+  if (!trans_a) return packed_product(m, a, lda, w, beta, c, ldc, kernel);
+  // op(A) = A^T, A (k, m). Read down its columns, a row block of R rows needs
+  // one cache line of A per k; the next row blocks reuse those lines while the k
+  // lines stay in L1 (48 KiB here): up to kColumnsUpTo. Past it each line comes
+  // back from L2 or further for every block (at k = 1920: half the rate, a third
+  // at a stride of 4 KiB), and a transposed copy of A, made once, is faster.
+  constexpr std::int64_t kColumnsUpTo = 384;  // 24 KiB of lines
+  if (k <= kColumnsUpTo) return packed_product_xt(m, a, lda, w, beta, c, ldc, kernel);
+  Tensor rows = attend::empty({m, k}, Float32);
+  transpose_tiles<float, false>(a, lda, rows.data<float>(), k, k, m);
+  packed_product(m, rows.data<float>(), k, w, beta, c, ldc, kernel);
+}
+
+}  // namespace detail
+
+}  // namespace attend::blas
