@@ -54,9 +54,6 @@ template <bool XT>
   return XT ? x[k * ldx + r] : x[r * ldx + k];
 }
 
-// y[0:R, 16 p0 : 16 (p0 + P)] = x[0:R] @ (panels p0 .. p0 + P - 1) + beta * y, where
-// every one of the R * P * kSplit accumulators is a register: per k, P * kSplit
-// loads of W and R broadcasts of x feed R * P * kSplit independent multiply-adds.
 // Lines of the panels that come next, for a block to prefetch into L2 while it
 // works: from `lines` on, `count` cache lines (see product()).
 struct Prefetch {
@@ -157,7 +154,8 @@ template <class V, int Q>
       sum += e;
       const I column = lane + static_cast<std::int32_t>(col0 + q * L);
       V candidate = z[q];
-      if (skip_here) candidate = column == static_cast<std::int32_t>(skip) ? V{} + (-std::numeric_limits<float>::infinity()) : candidate;
+      if (skip_here)
+        candidate = column == static_cast<std::int32_t>(skip) ? V{} - std::numeric_limits<float>::infinity() : candidate;
       const auto above = candidate > best_value;
       best_value = above ? candidate : best_value;
       best = above ? column : best;
@@ -169,6 +167,10 @@ template <class V, int Q>
   }
 }
 
+// y[0:R, 16 p0 : 16 (p0 + P)] = x[0:R] @ (panels p0 .. p0 + P - 1) + beta * y, where
+// every one of the R * P * kSplit accumulators is a register: per k, P * kSplit
+// loads of W and R broadcasts of x feed R * P * kSplit independent multiply-adds.
+// Then the epilogue (Lanes): + bias, and the rows' summaries.
 template <class V, int R, int P, bool XT>
 [[gnu::always_inline]] inline void block(const float* x, std::int64_t ldx, const PackedMatrix& w, std::int64_t p0,
                                          float beta, float* y, std::int64_t ldy, Prefetch pf, const Lanes& epi) {
