@@ -167,11 +167,44 @@ template <class V, int Q>
   }
 }
 
+// y[0:R, 16 p0 : 16 (p0 + P)] = acc + beta * y, the plain product's store.
+template <class V, int R, int P>
+[[gnu::always_inline]] inline void store(const V (&acc)[R][P * kSplit<V>], const PackedMatrix& w, std::int64_t p0,
+                                         float beta, float* y, std::int64_t ldy) {
+  constexpr int S = kSplit<V>, L = kLanes<V>;
+  for (int r = 0; r < R; ++r) {
+    for (int p = 0; p < P; ++p) {
+      const std::int64_t col = (p0 + p) * PackedMatrix::kPanel;
+      const std::int64_t cols = std::min(PackedMatrix::kPanel, w.n() - col);
+      float* y_r = y + r * ldy + col;
+      if (cols == PackedMatrix::kPanel) {
+        for (int s = 0; s < S; ++s) {
+          V v = acc[r][p * S + s];
+          if (beta != 0.0f) {  // beta 0 never reads y (it may hold NaN)
+            V y_old;
+            load(y_old, y_r + s * L);
+            v += beta * y_old;
+          }
+          std::memcpy(y_r + s * L, &v, sizeof v);
+        }
+      } else {  // the last panel, past the end of y's row
+        float out[PackedMatrix::kPanel];
+        for (int s = 0; s < S; ++s) std::memcpy(out + s * L, &acc[r][p * S + s], sizeof(V));
+        for (std::int64_t j = 0; j < cols; ++j) y_r[j] = beta == 0.0f ? out[j] : out[j] + beta * y_r[j];
+      }
+    }
+  }
+}
+
 // y[0:R, 16 p0 : 16 (p0 + P)] = x[0:R] @ (panels p0 .. p0 + P - 1) + beta * y, where
 // every one of the R * P * kSplit accumulators is a register: per k, P * kSplit
 // loads of W and R broadcasts of x feed R * P * kSplit independent multiply-adds.
 // Then the epilogue (Lanes): + bias, and the rows' summaries.
-template <class V, int R, int P, bool XT>
+// E: with the epilogue; PF: with the prefetches. Each is a template flag so that
+// a product without them runs none of their code: with the prefetch's counters in
+// the k loop the 8-row block ran short of registers (the LSTM layer's forward
+// ~10% slower), and the epilogue's checks cost the plain products too.
+template <class V, int R, int P, bool XT, bool E, bool PF>
 [[gnu::always_inline]] inline void block(const float* x, std::int64_t ldx, const PackedMatrix& w, std::int64_t p0,
                                          float beta, float* y, std::int64_t ldy, Prefetch pf, const Lanes& epi) {
   constexpr int S = kSplit<V>, L = kLanes<V>, Q = P * S;  // vectors per row of the block
@@ -186,13 +219,18 @@ template <class V, int R, int P, bool XT>
   // output projection: ~90 to ~96 GFLOP/s in A/B runs).
 #pragma GCC unroll 4
   for (std::int64_t k = 0; k < K; ++k) {
-    for (std::int64_t line = k; line < pf.count; line += K) __builtin_prefetch(pf.lines + line * 64, 0, 2);
+    if constexpr (PF)
+      for (std::int64_t line = k; line < pf.count; line += K) __builtin_prefetch(pf.lines + line * 64, 0, 2);
     V b[Q];
     for (int q = 0; q < Q; ++q) load(b[q], panel[q / S] + k * PackedMatrix::kPanel + (q % S) * L);
     for (int r = 0; r < R; ++r) {
       const float x_rk = x_at<XT>(x, ldx, r, k);
       for (int q = 0; q < Q; ++q) acc[r][q] += x_rk * b[q];  // y[r, n] += x[r, k] W[n, k]
     }
+  }
+  if constexpr (!E) {
+    store<V, R, P>(acc, w, p0, beta, y, ldy);
+    return;
   }
   // y = acc + bias + beta * y, row by row, then the row's summary from the same registers.
   for (int r = 0; r < R; ++r) {
@@ -237,36 +275,31 @@ template <class V, int R, int P, bool XT>
 }
 
 // The same for rows = 1 .. R rows (the last rows of x).
-template <class V, int R, int P, bool XT>
+template <class V, int R, int P, bool XT, bool E, bool PF>
 [[gnu::always_inline]] inline void block_rows(std::int64_t rows, const float* x, std::int64_t ldx,
                                               const PackedMatrix& w, std::int64_t p0, float beta, float* y,
                                               std::int64_t ldy, Prefetch pf, const Lanes& epi) {
   if constexpr (R > 1) {
-    if (rows < R) return block_rows<V, R - 1, P, XT>(rows, x, ldx, w, p0, beta, y, ldy, pf, epi);
+    if (rows < R) return block_rows<V, R - 1, P, XT, E, PF>(rows, x, ldx, w, p0, beta, y, ldy, pf, epi);
   }
-  block<V, R, P, XT>(x, ldx, w, p0, beta, y, ldy, pf, epi);
+  block<V, R, P, XT, E, PF>(x, ldx, w, p0, beta, y, ldy, pf, epi);
 }
 
 // Panels P at a time (then one at a time), and for each, R rows at a time: a
 // panel (K x 16 floats) stays in L1 while every row block passes over it.
-template <class V, int R, int P, bool XT>
+template <class V, int R, int P, bool XT, bool E, bool PF>
 [[gnu::always_inline]] inline void product(std::int64_t M, const float* x, std::int64_t ldx, const PackedMatrix& w,
                                            float beta, float* y, std::int64_t ldy, const Lanes& epi) {
   const std::int64_t panels = (w.n() + PackedMatrix::kPanel - 1) / PackedMatrix::kPanel;
   // row i of x: i rows down, or (XT) i columns across
   const auto rows_from = [&](std::int64_t i) { return XT ? x + i : x + i * ldx; };
-  // While the row blocks pass over panels p0 .. p0 + P - 1, they prefetch the
-  // next P panels into L2, a share each: the first block over a panel would
-  // otherwise wait on it, where W is too large to stay in L2 between calls (M
-  // decoding: an 8 MB output projection and 2.5 MB of LSTM weights at every
-  // step, greedy 6% faster in A/B runs). A W of at most kPrefetchAbove bytes
-  // is left to stay in L2 (S training ran 3% slower with the prefetches).
-  constexpr std::int64_t kPrefetchAbove = 512 * 1024;
+  // With PF, while the row blocks pass over panels p0 .. p0 + P - 1, they
+  // prefetch the next P panels into L2, a share each: the first block over a
+  // panel would otherwise wait on it (see PackedMatrix::set_streamed).
   const std::int64_t blocks = (M + R - 1) / R, panel_lines = w.k() * PackedMatrix::kPanel * 4 / 64;
-  const bool large = panels * panel_lines * 64 > kPrefetchAbove;
   const auto prefetch = [&](std::int64_t next, std::int64_t count, std::int64_t i) {
     const std::int64_t lines = std::min(count, panels - next) * panel_lines, share = (lines + blocks - 1) / blocks;
-    if (!large || lines <= 0) return Prefetch{};
+    if (!PF || lines <= 0) return Prefetch{};
     const std::int64_t first = i / R * share;
     return Prefetch{reinterpret_cast<const char*>(w.panel(next)) + first * 64,
                     std::max<std::int64_t>(0, std::min(share, lines - first))};
@@ -278,12 +311,35 @@ template <class V, int R, int P, bool XT>
   std::int64_t p0 = 0;
   for (; p0 + P <= panels; p0 += P)
     for (std::int64_t i = 0; i < M; i += R)
-      block_rows<V, R, P, XT>(std::min<std::int64_t>(R, M - i), rows_from(i), ldx, w, p0, beta, y + i * ldy, ldy,
+      block_rows<V, R, P, XT, E, PF>(std::min<std::int64_t>(R, M - i), rows_from(i), ldx, w, p0, beta, y + i * ldy, ldy,
                               prefetch(p0 + P, P, i), epi_from(i));
   for (; p0 < panels; ++p0)
     for (std::int64_t i = 0; i < M; i += R)
-      block_rows<V, R, 1, XT>(std::min<std::int64_t>(R, M - i), rows_from(i), ldx, w, p0, beta, y + i * ldy, ldy,
+      block_rows<V, R, 1, XT, E, PF>(std::min<std::int64_t>(R, M - i), rows_from(i), ldx, w, p0, beta, y + i * ldy, ldy,
                               prefetch(p0 + 1, 1, i), epi_from(i));
+}
+
+// The product with x as rows (R rows per block) or as its transpose (RT rows),
+// with or without the epilogue, and (x as rows) with or without the prefetches:
+// those where W is streamed and over kPrefetchAbove bytes (M greedy decoding 6%
+// faster in A/B runs; S training 3% slower where its W of 256 KiB was prefetched).
+template <class V, int R, int RT, int P>
+[[gnu::always_inline]] inline void run_kernel(bool xt, std::int64_t M, const float* x, std::int64_t ldx,
+                                              const PackedMatrix& w, float beta, float* y, std::int64_t ldy,
+                                              const Lanes& epi) {
+  constexpr std::int64_t kPrefetchAbove = 512 * 1024;
+  const bool e = epi.bias != nullptr || epi.rows != nullptr;
+  const bool pf = w.streamed() && w.n() * w.k() * static_cast<std::int64_t>(sizeof(float)) > kPrefetchAbove;
+  if (xt) {
+    if (e) return product<V, RT, P, true, true, false>(M, x, ldx, w, beta, y, ldy, epi);
+    return product<V, RT, P, true, false, false>(M, x, ldx, w, beta, y, ldy, epi);
+  }
+  if (pf) {
+    if (e) return product<V, R, P, false, true, true>(M, x, ldx, w, beta, y, ldy, epi);
+    return product<V, R, P, false, false, true>(M, x, ldx, w, beta, y, ldy, epi);
+  }
+  if (e) return product<V, R, P, false, true, false>(M, x, ldx, w, beta, y, ldy, epi);
+  product<V, R, P, false, false, false>(M, x, ldx, w, beta, y, ldy, epi);
 }
 
 // One kernel per instruction set, each compiled for its own (clang, in the fuzz
@@ -301,20 +357,17 @@ template <class V, int R, int P, bool XT>
 __attribute__((target("arch=x86-64-v4"))) void run_avx512(bool xt, std::int64_t M, const float* x, std::int64_t ldx,
                                                            const PackedMatrix& w, float beta, float* y,
                                                            std::int64_t ldy, const Lanes& epi) {
-  if (xt) return product<V16, 6, 2, true>(M, x, ldx, w, beta, y, ldy, epi);
-  product<V16, 8, 2, false>(M, x, ldx, w, beta, y, ldy, epi);
+  run_kernel<V16, 8, 6, 2>(xt, M, x, ldx, w, beta, y, ldy, epi);
 }
 __attribute__((target("arch=x86-64-v3"))) void run_avx2(bool xt, std::int64_t M, const float* x, std::int64_t ldx,
                                                          const PackedMatrix& w, float beta, float* y,
                                                          std::int64_t ldy, const Lanes& epi) {
-  if (xt) return product<V8, 6, 1, true>(M, x, ldx, w, beta, y, ldy, epi);
-  product<V8, 6, 1, false>(M, x, ldx, w, beta, y, ldy, epi);
+  run_kernel<V8, 6, 6, 1>(xt, M, x, ldx, w, beta, y, ldy, epi);
 }
 #endif
 void run_baseline(bool xt, std::int64_t M, const float* x, std::int64_t ldx, const PackedMatrix& w, float beta,
                   float* y, std::int64_t ldy, const Lanes& epi) {
-  if (xt) return product<V4, 2, 1, true>(M, x, ldx, w, beta, y, ldy, epi);
-  product<V4, 2, 1, false>(M, x, ldx, w, beta, y, ldy, epi);
+  run_kernel<V4, 2, 2, 1>(xt, M, x, ldx, w, beta, y, ldy, epi);
 }
 
 void run(detail::PackedKernel kernel, bool xt, std::int64_t m, const float* x, std::int64_t ldx, const PackedMatrix& w,

@@ -29,12 +29,20 @@ class PackedMatrix {
   std::int64_t n() const { return n_; }
   std::int64_t k() const { return k_; }
   bool empty() const { return n_ == 0; }
+  // Streamed: the caller's loop touches more than L2 holds between two products
+  // by W (decoding's step: 11 MB of weights at config M), so W's panels come
+  // from L3 at every product. The kernel then prefetches the next panels into
+  // L2 while it works, where W is over 512 KiB. Not for a W that stays in L2
+  // between products (the LSTM layer's W_hh): there the prefetches only cost.
+  void set_streamed(bool on) { streamed_ = on; }
+  bool streamed() const { return streamed_; }
   // Panel p: (k, 16), row kk holding W[16p + j][kk] for j = 0..15, zeros past n.
   const float* panel(std::int64_t p) const { return data_.data<float>() + p * k_ * kPanel; }
 
  private:
   PackedMatrix(std::int64_t n, std::int64_t k);  // zeros, for the two packers
   std::int64_t n_ = 0, k_ = 0;
+  bool streamed_ = false;
   // ceil(n / 16) panels, one after another. A tensor, so that its memory comes
   // from the storage cache (core/storage.hpp), as a training step packs again
   // every time: fresh pages cost more than packing here.

@@ -36,8 +36,10 @@ PackedLinear PackedLinear::pack(const Tensor& weight, const Tensor& bias) {
     fail("PackedLinear: the bias must be float32 ({}) for weight {}, got {} {}", weight.size(0), weight.shape(),
          bias.dtype(), bias.shape());
   PackedLinear out;
-  out.weight_ = std::make_shared<const blas::PackedMatrix>(weight.data<float>(), weight.size(0), weight.size(1),
-                                                         weight.size(1));
+  auto packed = std::make_shared<blas::PackedMatrix>(weight.data<float>(), weight.size(0), weight.size(1),
+                                                     weight.size(1));
+  packed->set_streamed(true);  // decoding's steps pass more than L2 holds between two products
+  out.weight_ = std::move(packed);
   if (bias.defined()) out.bias_ = bias.detach().clone();
   return out;
 }

@@ -294,8 +294,13 @@ LSTMState LSTMCell::forward(const Tensor& x, const LSTMState& state) const {
 LSTMWeights LSTMCell::step_weights(std::int64_t batch) const {
   LSTMWeights w = w_;
   if (w_.weight_ih.dtype() == Float32) {
-    const auto pack = [](const Tensor& W) {  // W (rows, cols)
-      return std::make_shared<const blas::PackedMatrix>(W.data<float>(), W.size(0), W.size(1), W.size(1));
+    // Without recording (decoding), the step's other weights evict these from
+    // L2 between steps: the kernel prefetches them (PackedMatrix::set_streamed).
+    const bool streamed = !GradMode::enabled();
+    const auto pack = [streamed](const Tensor& W) {  // W (rows, cols)
+      auto packed = std::make_shared<blas::PackedMatrix>(W.data<float>(), W.size(0), W.size(1), W.size(1));
+      packed->set_streamed(streamed);
+      return std::shared_ptr<const blas::PackedMatrix>(std::move(packed));
     };
     const auto pack_transposed = [](const Tensor& W) {  // W^T, for products by W itself
       return std::make_shared<const blas::PackedMatrix>(

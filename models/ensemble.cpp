@@ -130,10 +130,12 @@ DecoderEnsemble::DecoderEnsemble(std::span<Seq2Seq* const> models, const Batch& 
     const Tensor& W = model->project.weight;  // (V, H)
     blas::PackedMatrix packed;
     Tensor project_t;
-    if (W.dtype() == Float32)
+    if (W.dtype() == Float32) {
       packed = blas::PackedMatrix(W.data<float>(), W.size(0), W.size(1), W.size(1));
-    else
+      packed.set_streamed(true);  // the decoder's other weights pass through L2 between steps
+    } else {
       project_t = transpose(W.detach(), 0, 1);  // a copy: tensors are contiguous
+    }
     members_.push_back({model, std::move(enc), std::move(state), std::move(packed), std::move(project_t)});
     if (model->config().attention != AttentionKind::None) ++attending_;
   }

@@ -86,26 +86,30 @@ void check_epilogue(std::int64_t M, std::int64_t N, std::int64_t K, float beta, 
       e = e + bias[static_cast<std::size_t>(j)] + beta * y0[static_cast<std::size_t>(i * ldy + j)];
     }
   const blas::PackedMatrix packed(w.data(), N, K, K);
-  for (PackedKernel kernel : kernels_here()) {
-    CAPTURE(static_cast<int>(kernel));
-    std::vector<float> got = y0;
-    std::vector<blas::RowSummary> rows(static_cast<std::size_t>(M));
-    blas::detail::packed_product(M, x.data(), K, packed, beta, got.data(), ldy, kernel, {bias.data(), rows.data(), skip});
-    for (std::int64_t i = 0; i < M; ++i) {
-      CAPTURE(i);
-      for (std::int64_t j = 0; j < ldy; ++j) {
-        const auto at = static_cast<std::size_t>(i * ldy + j);
-        if (j >= N) {
-          REQUIRE(got[at] == y0[at]);
-        } else if (std::isfinite(expected[at])) {
-          REQUIRE(std::fabs(got[at] - expected[at]) <= 1e-5f * static_cast<float>(K + 4));
-        } else {
-          REQUIRE((std::isnan(expected[at]) ? std::isnan(got[at]) : got[at] == expected[at]));
+  blas::PackedMatrix streamed = packed;  // the same panels, prefetched where W is large
+  streamed.set_streamed(true);
+  for (PackedKernel kernel : kernels_here())
+    for (const blas::PackedMatrix* matrix : {&packed, static_cast<const blas::PackedMatrix*>(&streamed)}) {
+      CAPTURE(static_cast<int>(kernel));
+      CAPTURE(matrix->streamed());
+      std::vector<float> got = y0;
+      std::vector<blas::RowSummary> rows(static_cast<std::size_t>(M));
+      blas::detail::packed_product(M, x.data(), K, *matrix, beta, got.data(), ldy, kernel, {bias.data(), rows.data(), skip});
+      for (std::int64_t i = 0; i < M; ++i) {
+        CAPTURE(i);
+        for (std::int64_t j = 0; j < ldy; ++j) {
+          const auto at = static_cast<std::size_t>(i * ldy + j);
+          if (j >= N) {
+            REQUIRE(got[at] == y0[at]);
+          } else if (std::isfinite(expected[at])) {
+            REQUIRE(std::fabs(got[at] - expected[at]) <= 1e-5f * static_cast<float>(K + 4));
+          } else {
+            REQUIRE((std::isnan(expected[at]) ? std::isnan(got[at]) : got[at] == expected[at]));
+          }
         }
+        check_summary(rows[static_cast<std::size_t>(i)], summary_of(got.data() + i * ldy, N, skip));
       }
-      check_summary(rows[static_cast<std::size_t>(i)], summary_of(got.data() + i * ldy, N, skip));
     }
-  }
 }
 
 void check_random(std::int64_t M, std::int64_t N, std::int64_t K, float beta, std::int64_t skip, Generator& gen) {

@@ -98,10 +98,15 @@ void check_against_gemm(std::int64_t M, std::int64_t N, std::int64_t K, std::int
   got = y0;
   blas::gemm_packed(M, x.data(), ldx, from_t, beta, got.data(), ldy);
   check_result(got, expected, y0, M, N, K, ldy);
+  blas::PackedMatrix streamed = packed;  // the same panels, prefetched where W is over 512 KiB
+  streamed.set_streamed(true);
   for (PackedKernel kernel : kernels_here()) {
     CAPTURE(static_cast<int>(kernel));
     got = y0;
     blas::detail::packed_product(M, x.data(), ldx, packed, beta, got.data(), ldy, kernel);
+    check_result(got, expected, y0, M, N, K, ldy);
+    got = y0;
+    blas::detail::packed_product(M, x.data(), ldx, streamed, beta, got.data(), ldy, kernel);
     check_result(got, expected, y0, M, N, K, ldy);
   }
   // x given as its transpose x^T (K, M), rows M + pad apart (the padding never read: NaN)
@@ -132,6 +137,8 @@ TEST_CASE("gemm_packed: the same products as gemm on every row block, panel and 
       check_against_gemm(5, 37, 129, pad, beta, gen);
     }
   check_against_gemm(80, 256, 256, 1, 1.0f, gen);  // beam search's rows: 16 sentences x 5
+  for (const std::int64_t M : {1, 9, 64})  // W of 0.6 MB: streamed, the kernel prefetches
+    check_against_gemm(M, 2100, 70, 1, 0.0f, gen);
 }
 
 TEST_CASE("gemm_packed: runs the widest kernel the CPU has; the baseline runs everywhere") {
