@@ -308,6 +308,29 @@ TEST_CASE("attention: without grad mode nothing is recorded") {
   }
 }
 
+TEST_CASE("attention: additive scores over whole 16-lane blocks and a tail, with and without grad mode") {
+  // A = 37: two blocks of the score loop's 16 running sums, then 5 left over
+  // (the tests above have A = 5, the tail alone). Without grad mode the loop
+  // does not store tanh(k + q); the scores must not change by a bit.
+  Tensor mask = tensor({1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0}, {3, 5}, Float64);
+  for (DType dtype : {Float64, Float32}) {
+    Generator gen(21);
+    nn::AdditiveAttention attention(3, kKeySize, gen, 37);
+    attention.to(dtype);
+    Tensor q = randn({3, 3}, 22, dtype).requires_grad_();
+    Tensor h = randn({3, 5, kKeySize}, 23, dtype).requires_grad_();
+    const AttentionOutput recorded = attention.forward(q, h, mask.to(dtype));
+    const AttentionOutput oracle = nn::additive_attention_composed(attention, q, h, mask.to(dtype));
+    const double tol = dtype == Float64 ? 1e-12 : 1e-5;
+    CHECK(max_abs_diff(recorded.context, oracle.context) <= tol);
+    CHECK(max_abs_diff(recorded.weights, oracle.weights) <= tol);
+    NoGradGuard no_grad;
+    const AttentionOutput unrecorded = attention.forward(q, h, mask.to(dtype));
+    CHECK(equal(unrecorded.context, recorded.context.detach()));
+    CHECK(equal(unrecorded.weights, recorded.weights.detach()));
+  }
+}
+
 TEST_CASE("attention: parameters, their names, shapes and defaults") {
   Generator gen(1);
   auto names = [](const nn::Module& m) {
