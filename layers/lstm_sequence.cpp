@@ -169,6 +169,11 @@ LSTMSequenceOutput lstm_sequence(const Tensor& x, const LSTMState& initial, cons
              constexpr bool packed = std::is_same_v<F, float>;
              blas::PackedMatrix w_hh_packed;  // holds W_hh^T (H, 4H): dh_prev = da @ W_hh
              if constexpr (packed) w_hh_packed = blas::PackedMatrix::from_transposed(w_hh.data<F>(), H, G, H);
+             // db (4H) = sum over the real rows of da, gathered while each row is in L1:
+             // a pass of its own afterwards read all of da (B*T*4H) back from memory
+             const bool bias_grad = g.needs(5) || g.needs(6);
+             Tensor db = zeros({bias_grad ? G : 0}, x.dtype());
+             F* pdb = db.data<F>();
              for (std::int64_t s = T - 1; s >= 0; --s) {
                const std::int64_t t = first + s * dir;
                for (std::int64_t b = 0; b < B; ++b) {
@@ -179,6 +184,9 @@ LSTMSequenceOutput lstm_sequence(const Tensor& x, const LSTMState& initial, cons
                    // forward: i, f, g, o;  c = f * c_prev + i * g;  h = o * tanh(c)   (lstm_kernels.cpp)
                    lstm_kernels::backward_row(H, a + row * G, cp + row * H, tc + row * H, pdh + b * H, pdc + b * H,
                                               da + row * G);
+                   // forward: a = ... + b_ih + b_hh   ->   db_ih += da;  db_hh += da
+                   if (bias_grad)
+                     for (std::int64_t j = 0; j < G; ++j) pdb[j] += da[row * G + j];
                    // h_prev reaches the loss only through this step's gates: the GEMM below
                    // gives all of dh_prev
                    std::memset(pdh + b * H, 0, static_cast<std::size_t>(H) * sizeof(F));
@@ -226,14 +234,8 @@ LSTMSequenceOutput lstm_sequence(const Tensor& x, const LSTMState& initial, cons
                if (g.needs(4))  // dW_hh (4H, H) += da^T (4H, B*T) @ h_prev (B*T, H)
                  blas::gemm(true, false, G, H, B * T, F(1), da, G, h_prev.data<F>(), H, F(1), g.dx(4).data<F>(), H);
              }
-             if (g.needs(5) || g.needs(6)) {  // db_ih += sum over rows of da;  db_hh likewise
-               Tensor db = zeros({G}, x.dtype());
-               F* pdb = db.data<F>();
-               for (std::int64_t row = 0; row < B * T; ++row)
-                 for (std::int64_t j = 0; j < G; ++j) pdb[j] += da[row * G + j];
-               if (g.needs(5)) g.dx(5).add_(db);
-               if (g.needs(6)) g.dx(6).add_(db);
-             }
+             if (g.needs(5)) g.dx(5).add_(db);
+             if (g.needs(6)) g.dx(6).add_(db);
            });
          })
       .replay({"x", "h_0", "c_0", "weight_ih", "weight_hh", "bias_ih", "bias_hh"},
