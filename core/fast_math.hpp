@@ -79,6 +79,37 @@ inline float exp(float x, ExpRange range) {
 }
 inline float exp(float x) { return fast_math::exp(x, ExpRange{-87.0f, 88.0f}); }
 
+// 2^t for t <= 64, for sums of e^(z - ref) = 2^((z - ref) log2 e) where the
+// caller keeps z - ref small (the packed kernel's row summaries): no upper clamp,
+// t below -125 taken as -125 (2^-125, a normal float; inf - inf and other NaN
+// stay NaN). t = n + f with n = round(t), |f| <= 1/2; 2^f by a degree-6
+// polynomial (our own fit of its relative error, 1.9e-9 in exact arithmetic);
+// 2^n put in the exponent field. Within 1 ulp of the exact value (tested in
+// tests/test_fast_math.cpp). Four operations fewer than exp_lanes: no upper
+// clamp, and no two-part ln 2, since 2^f needs no reduction by it.
+template <class F, class I>
+[[gnu::always_inline]] inline void exp2_lanes(F& t) {
+  t = t < -125.0f ? F{} - 125.0f : t;
+  const F magic = F{} + 12582912.0f;  // 1.5 * 2^23: t + magic rounds t to an integer n in the low bits
+  const F shifted = t + magic;
+  const F f = t - (shifted - magic);
+  F p = F{} + 1.534580021e-4f;
+  p = p * f + 1.339993162e-3f;
+  p = p * f + 9.618489005e-3f;
+  p = p * f + 5.550328776e-2f;
+  p = p * f + 2.402264689e-1f;
+  p = p * f + 6.931472057e-1f;
+  p = p * f + 1.000000001f;
+  // 2^n as a float, (n + 127) << 23, n + 127 in [2, 191]: shifted's bits less
+  // magic's are n. A multiplication, so that NaN stays NaN.
+  const I n_bits = (__builtin_bit_cast(I, shifted) - (__builtin_bit_cast(std::int32_t, 12582912.0f) - 127)) << 23;
+  t = p * __builtin_bit_cast(F, n_bits);
+}
+inline float exp2(float t) {
+  exp2_lanes<float, std::int32_t>(t);
+  return t;
+}
+
 // tanh without branches, both sides computed and one chosen, sharing one
 // division. With a = |x| and z = a^2:
 //   a < 1:  tanh a = a + a^3 U(z) / Q(z)        (U degree 1, Q degree 2)

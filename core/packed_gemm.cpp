@@ -67,7 +67,8 @@ struct Prefetch {
 // once, after the product.
 struct LaneSummary {
   float max[PackedMatrix::kPanel];         // m_j, NaN passed over
-  float exp_sum[PackedMatrix::kPanel];     // s_j = sum e^(z - m_j)
+  float ref[PackedMatrix::kPanel];         // r_j <= m_j, what the sum is relative to
+  float exp_sum[PackedMatrix::kPanel];     // s_j = sum e^(z - r_j)
   float best_value[PackedMatrix::kPanel];  // the largest z but skip's
   std::int32_t best[PackedMatrix::kPanel];  // its column, the first on a tie
 };
@@ -75,23 +76,27 @@ struct LaneSummary {
 LaneSummary empty_lanes() {
   LaneSummary s;
   std::fill_n(s.max, PackedMatrix::kPanel, -std::numeric_limits<float>::infinity());
+  // Not -inf: e^(z - r) of a z of -inf is then ~0, not NaN (-inf - -inf).
+  std::fill_n(s.ref, PackedMatrix::kPanel, std::numeric_limits<float>::lowest());
   std::fill_n(s.exp_sum, PackedMatrix::kPanel, 0.0f);
   std::fill_n(s.best_value, PackedMatrix::kPanel, -std::numeric_limits<float>::infinity());
   std::fill_n(s.best, PackedMatrix::kPanel, -1);
   return s;
 }
 
-// The lanes into one summary: M = max_j m_j, sum = sum_j s_j e^(m_j - M) (lanes
-// that saw only -inf add nothing), and the best the first column among the
-// lanes' best of the largest value.
+// The lanes into one summary: M = max_j m_j, sum = sum_j s_j e^(r_j - M) (lanes
+// whose r never moved, having seen no value above -inf, add nothing but NaN), and
+// the best the first column among the lanes' best of the largest value.
 RowSummary fold(const LaneSummary& lanes) {
   RowSummary out;
   for (std::int64_t j = 0; j < PackedMatrix::kPanel; ++j)
     if (lanes.max[j] > out.max) out.max = lanes.max[j];
   for (std::int64_t j = 0; j < PackedMatrix::kPanel; ++j)
-    if (lanes.max[j] > -std::numeric_limits<float>::infinity())
+    if (lanes.ref[j] > std::numeric_limits<float>::lowest())
       out.exp_sum += static_cast<double>(lanes.exp_sum[j]) *
-                     std::exp(static_cast<double>(lanes.max[j]) - static_cast<double>(out.max));
+                     std::exp(static_cast<double>(lanes.ref[j]) - static_cast<double>(out.max));
+    else if (std::isnan(lanes.exp_sum[j]))
+      out.exp_sum = std::numeric_limits<double>::quiet_NaN();
   for (std::int64_t j = 0; j < PackedMatrix::kPanel; ++j) {
     if (lanes.best[j] < 0) continue;
     if (lanes.best_value[j] > out.best_value || (lanes.best_value[j] == out.best_value && lanes.best[j] < out.best)) {
@@ -121,36 +126,44 @@ template <class I>
 
 // Folds the Q vectors z of one row's block, columns col0 .. col0 + Q L - 1 (past
 // the end of the row: -inf), into the row's lanes; vector q adds to lane
-// vector q % S (the columns 16 i + (q % S) L + l). Per lane, with m the running maximum:
-//   m' = max(m, z)                       (NaN passed over: a compare that fails keeps m)
-//   s' = s e^(m - m') + e^(z - m')       (the sum stays relative to the running maximum)
+// vector q % S (the columns 16 i + (q % S) L + l). Per lane:
+//   m' = max(m, z)                        (NaN passed over: a compare that fails keeps m)
+//   r' = m' where m' > r + 32, else r     (and then s = s e^(r - r'))
+//   s' = s + e^(z - r')                   (by 2^((z - r') log2 e): exp2_lanes)
 //   best: z's column where z > the best so far, skip's column left out
+// The sum is relative to r, not to the running maximum: it moves only when the
+// maximum passes it by 32 (e^(z - r) <= e^32 ~ 8e13 then, so that 2^31 such
+// terms stay below float's range), which after the first blocks of a row it
+// almost never does. With r = m the branch went the other way unpredictably
+// (a lane's maximum moves at the n-th value with chance 1/n).
 template <class V, int Q>
 [[gnu::always_inline]] inline void summarise(const V (&z)[Q], std::int64_t col0, std::int64_t skip,
                                              LaneSummary& row) {
   using I = typename IntOf<V>::type;
   constexpr int L = kLanes<V>, S = kSplit<V>;
-  constexpr float lo = -87.0f, hi = 88.0f;  // fast_math::exp's clamp
+  constexpr float kLog2e = 1.44269504088896341f, kRefGap = 32.0f;
   I lane;
   for (int l = 0; l < L; ++l) lane[l] = l;
   const bool skip_here = skip >= col0 && skip < col0 + Q * L;
   for (int s = 0; s < S; ++s) {
-    V m, sum, best_value;
+    V m, ref, sum, best_value;
     I best;
     load(m, row.max + s * L);
+    load(ref, row.ref + s * L);
     load(sum, row.exp_sum + s * L);
     load(best_value, row.best_value + s * L);
     std::memcpy(&best, row.best + s * L, sizeof best);
-    const V m_old = m;
     for (int q = s; q < Q; q += S) m = z[q] > m ? z[q] : m;
-    if (any_lane(m_old != m)) {  // after the first blocks the maximum seldom moves
-      V scale = m_old - m;  // e^(m - m'): 1 where the maximum stayed, 0 from -inf
-      fast_math::exp_lanes<V, I>(scale, lo, hi);
-      sum *= scale;
+    const auto moves = m > ref + kRefGap;
+    if (any_lane(moves)) {  // the row's first block, and seldom after it
+      V scale = (ref - m) * kLog2e;  // e^(r - m): 2^-125 from the first r, lowest float
+      fast_math::exp2_lanes<V, I>(scale);
+      sum = moves ? sum * scale : sum;  // NaN stays NaN
+      ref = moves ? m : ref;
     }
     for (int q = s; q < Q; q += S) {
-      V e = z[q] - m;
-      fast_math::exp_lanes<V, I>(e, lo, hi);
+      V e = (z[q] - ref) * kLog2e;
+      fast_math::exp2_lanes<V, I>(e);
       sum += e;
       const I column = lane + static_cast<std::int32_t>(col0 + q * L);
       V candidate = z[q];
@@ -161,6 +174,7 @@ template <class V, int Q>
       best = above ? column : best;
     }
     std::memcpy(row.max + s * L, &m, sizeof m);
+    std::memcpy(row.ref + s * L, &ref, sizeof ref);
     std::memcpy(row.exp_sum + s * L, &sum, sizeof sum);
     std::memcpy(row.best_value + s * L, &best_value, sizeof best_value);
     std::memcpy(row.best + s * L, &best, sizeof best);

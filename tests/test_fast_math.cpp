@@ -47,6 +47,18 @@ TEST_CASE("float exp is within 1 ulp of the exact value on [-87, 88]") {
   CHECK(std::isfinite(fast_math::exp(1000.0f)));
 }
 
+TEST_CASE("float exp2 is within 1 ulp of the exact value on [-125, 64], clamps below, and keeps NaN") {
+  const auto f = [](float t) { return fast_math::exp2(t); };
+  const auto exact = [](double t) { return std::exp2(t); };
+  CHECK(worst_ulps(-125, 64, 200000, f, exact) <= 1.0);
+  CHECK(worst_ulps(-1, 1, 200000, f, exact) <= 1.0);  // every rounding of n: f from -1/2 to 1/2
+  CHECK(fast_math::exp2(0.0f) == 1.0f);
+  CHECK(fast_math::exp2(10.0f) == 1024.0f);
+  CHECK(fast_math::exp2(-200.0f) == std::exp2(-125.0f));  // the clamp: 2^-125, a normal float
+  CHECK(fast_math::exp2(-std::numeric_limits<float>::infinity()) == std::exp2(-125.0f));
+  CHECK(std::isnan(fast_math::exp2(std::numeric_limits<float>::quiet_NaN())));
+}
+
 TEST_CASE("exp and sigmoid with the opaque bounds of exp_range() are exp and sigmoid") {
   const fast_math::ExpRange range = fast_math::exp_range();
   CHECK(range.lo == -87.0f);

@@ -199,6 +199,35 @@ TEST_CASE("packed epilogue: NaN and -inf logits are summarised as the oracle doe
   CHECK(rows[0].max == -kInf);
 }
 
+TEST_CASE("packed epilogue: a maximum that climbs far along the row; -inf, then NaN, in a lane before its first value") {
+  // The sum is kept relative to a reference that moves only when a lane's
+  // maximum passes it by 32: here it moves several times in one row, by more
+  // than float's e^x could take at once (e^200 overflows), and the sum must
+  // still be the oracle's.
+  Generator gen(12);
+  const std::int64_t M = 9, N = 300, K = 5;
+  const std::vector<float> x = random_values(static_cast<std::size_t>(M * K), gen);
+  const std::vector<float> w = random_values(static_cast<std::size_t>(N * K), gen);
+  std::vector<float> bias = random_values(static_cast<std::size_t>(N), gen);
+  bias[70] = 40.0f;
+  bias[133] = 95.0f;  // 55 above the last, in another lane
+  bias[150] = 160.0f;
+  bias[291] = 250.0f;  // in the last panel, past which the row ends
+  bias[5] = -120.0f;   // a first value far below the later maximum
+  check_epilogue(M, N, K, 0.0f, -1, x, w, bias, gen);
+  check_epilogue(M, N, K, 0.5f, 150, x, w, bias, gen);
+  // Columns 0 .. 31 at -inf: lanes see -inf before any value; then one of them NaN.
+  for (std::int64_t j = 0; j < 32; ++j) bias[static_cast<std::size_t>(j)] = -kInf;
+  check_epilogue(M, N, K, 0.0f, -1, x, w, bias, gen);
+  bias[19] = std::numeric_limits<float>::quiet_NaN();  // the sum is NaN, whatever comes after it
+  check_epilogue(M, N, K, 0.0f, -1, x, w, bias, gen);
+  std::vector<float> y(static_cast<std::size_t>(M * N));
+  std::vector<blas::RowSummary> rows(M);
+  const blas::PackedMatrix packed(w.data(), N, K, K);
+  blas::gemm_packed(M, x.data(), K, packed, 0.0f, y.data(), N, {bias.data(), rows.data(), -1});
+  for (const blas::RowSummary& row : rows) CHECK(std::isnan(row.exp_sum));
+}
+
 TEST_CASE("packed epilogue: empty products leave empty summaries") {
   const std::vector<float> none;
   const blas::PackedMatrix no_columns(none.data(), 0, 4, 4);
