@@ -129,6 +129,8 @@ TEST_CASE("packed epilogue: bias and row summaries on every row block, panel and
         check_random(M, N, 9, 0.0f, skip, gen);
   for (const float beta : {0.0f, 1.0f, -0.5f}) check_random(16, 1000, 64, beta, 3, gen);  // decoding's sizes
   check_random(64, 8000, 32, 0.0f, 3, gen);  // an 8,000-token row: W over the prefetch size
+  for (const std::int64_t M : {17, 23})         // x in row blocks, the last one short (packed_gemm.cpp)
+    check_random(M, 2100, 70, 0.0f, 2099, gen);  // W of 0.6 MB
 }
 
 TEST_CASE("packed epilogue: skip on the best column gives the next best; ties go to the first column") {

@@ -137,8 +137,12 @@ TEST_CASE("gemm_packed: the same products as gemm on every row block, panel and 
       check_against_gemm(5, 37, 129, pad, beta, gen);
     }
   check_against_gemm(80, 256, 256, 1, 1.0f, gen);  // beam search's rows: 16 sentences x 5
-  for (const std::int64_t M : {1, 9, 64})  // W of 0.6 MB: streamed, the kernel prefetches
+  // W of 0.6 MB: streamed, the kernel prefetches; from 2 row blocks on (12 rows
+  // for AVX2, 16 for AVX-512) it takes x in row blocks: whole ones, and a last
+  // one of fewer rows
+  for (const std::int64_t M : {1, 9, 12, 16, 17, 23, 64})
     check_against_gemm(M, 2100, 70, 1, 0.0f, gen);
+  check_against_gemm(19, 2100, 70, 3, 0.5f, gen);
 }
 
 TEST_CASE("gemm_packed: runs the widest kernel the CPU has; the baseline runs everywhere") {
