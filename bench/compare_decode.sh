@@ -5,7 +5,9 @@
 # sentences for exactly --decode-steps tokens each (default --tgt-len), greedily
 # and with a beam of --beam (default 5), never stopping at </s>. Prints each
 # side's median tokens/s over the rounds (each round's figure is the median of
-# its runs), the range, the ratio of the medians, and the rate the matrix
+# its runs), the range, the ratio of the medians, the speed-up within each
+# round (its median and range: the machine drifts less within a round than
+# across rounds), and the rate the matrix
 # products alone would allow at the sgemm rate (attend bench's floor line),
 # the most that any implementation doing them could reach here.
 # Usage, from the repository root (S: ~1 minute, M: ~3 minutes on an idle machine):
@@ -27,7 +29,7 @@ floor_rate() {
   awk -v ms="$ms" -v t="$tokens" 'BEGIN {split(t, x, " "); printf "%.0f", x[1] * x[2] / (ms / 1e3)}'
 }
 source "$(dirname "$0")/same_kernels.sh"  # same_kernels ATTEND_OUTPUT TWIN_OUTPUT
-a_greedy=() t_greedy=() a_beam=() t_beam=() f_greedy=() f_beam=()
+a_greedy=() t_greedy=() a_beam=() t_beam=() f_greedy=() f_beam=() r_greedy=() r_beam=()
 for ((r = 1; r <= rounds; ++r)); do
   a="$("$attend_bin" bench --no-train "$@")"
   t="$("$python" bench/torch_decode.py "$@")"
@@ -37,19 +39,26 @@ for ((r = 1; r <= rounds; ++r)); do
   a_beam+=("$(rate beam "$a")") t_beam+=("$(rate beam "$t")")
   f_greedy+=("$(floor_rate greedy "$a")")
   if [[ -n "${a_beam[-1]}" ]]; then f_beam+=("$(floor_rate "beam K=[0-9]*" "$a")"); fi
+  r_greedy+=("$(awk -v a="${a_greedy[-1]}" -v t="${t_greedy[-1]}" 'BEGIN {printf "%.2f", a / t}')")
+  if [[ -n "${a_beam[-1]}" ]]; then
+    r_beam+=("$(awk -v a="${a_beam[-1]}" -v t="${t_beam[-1]}" 'BEGIN {printf "%.2f", a / t}')")
+  fi
 done
 # The median, min and max of a list of numbers, one a line.
 summary() { sort -g | awk '{v[NR] = $1} END {m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; print m, v[1], v[NR]}'; }
-report() {  # what, then attend's, pytorch's and the floor's figures as three quoted lists
-  local am amin amax tm tmin tmax fm fmin fmax
+report() {  # what, then attend's, pytorch's, the floor's and the rounds' speed-ups as four quoted lists
+  local am amin amax tm tmin tmax fm fmin fmax rm rmin rmax
   read -r am amin amax < <(printf '%s\n' $2 | summary)
   read -r tm tmin tmax < <(printf '%s\n' $3 | summary)
   read -r fm fmin fmax < <(printf '%s\n' $4 | summary)
-  awk -v w="$1" -v am="$am" -v amin="$amin" -v amax="$amax" -v tm="$tm" -v tmin="$tmin" -v tmax="$tmax" -v fm="$fm" 'BEGIN {
+  read -r rm rmin rmax < <(printf '%s\n' $5 | summary)
+  awk -v w="$1" -v am="$am" -v amin="$amin" -v amax="$amax" -v tm="$tm" -v tmin="$tmin" -v tmax="$tmax" -v fm="$fm" \
+      -v rm="$rm" -v rmin="$rmin" -v rmax="$rmax" -v rounds="$5" 'BEGIN {
     printf "  %-9s attend %.0f tokens/s (%.0f-%.0f), pytorch %.0f tokens/s (%.0f-%.0f): attend is %.2fx as fast\n", w, am, amin, amax, tm, tmin, tmax, am / tm
+    printf "  %-9s within each round (the machine drifts less within one): median %.2fx (%.2f-%.2f); per round %s\n", "", rm, rmin, rmax, rounds
     printf "  %-9s the products alone at the sgemm rate: %.0f tokens/s, so nothing doing them through this OpenBLAS is more than %.2fx as fast as pytorch\n", "", fm, fm / tm
   }'
 }
 echo "decoding over $rounds alternating rounds, median (min-max) of each round's median:"
-report greedy "${a_greedy[*]}" "${t_greedy[*]}" "${f_greedy[*]}"
-if [[ -n "${a_beam[0]}" ]]; then report "beam" "${a_beam[*]}" "${t_beam[*]}" "${f_beam[*]}"; fi
+report greedy "${a_greedy[*]}" "${t_greedy[*]}" "${f_greedy[*]}" "${r_greedy[*]}"
+if [[ -n "${a_beam[0]}" ]]; then report "beam" "${a_beam[*]}" "${t_beam[*]}" "${f_beam[*]}" "${r_beam[*]}"; fi

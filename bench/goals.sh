@@ -26,7 +26,7 @@ run() {  # run NAME [VAR=value...] COMMAND...: logs the whole output, shows the 
 }
 run s-greedy-beam bench/compare_decode.sh "${S[@]}" --threads 1 --decode-runs 20
 run s-train ROUNDS=11 bench/compare_seq2seq.sh "${S[@]}" --threads 1 --steps 20
-run m-greedy-beam ROUNDS=3 bench/compare_decode.sh "${M[@]}" --threads 1 --decode-runs 3
+run m-greedy-beam ROUNDS=5 bench/compare_decode.sh "${M[@]}" --threads 1 --decode-runs 3
 run m-train-project-all ROUNDS=5 TORCH_FLAGS=--project-all bench/compare_seq2seq.sh "${M[@]}" --threads 1 --steps 3 --warmup 5
 run lstm-onednn bench/compare_lstm_onednn.sh
 run translate-10k bench/time_translate.sh
