@@ -335,10 +335,6 @@ template <class V, int R, int P, bool XT, bool E, bool PF>
                               prefetch(p0 + 1, 1, i), epi_from(i));
 }
 
-// The product with x as rows (R rows per block) or as its transpose (RT rows),
-// with or without the epilogue, and (x as rows) with or without the prefetches:
-// those where W is streamed and over kPrefetchAbove bytes (M greedy decoding 6%
-// faster in A/B runs; S training 3% slower where its W of 256 KiB was prefetched).
 // x (M, K), rows ldx apart, as blocks of R rows, each k-major: block b holds
 // x[b R + r][k] at b K R + k R + r (a last block of fewer rows leaves the rest
 // unset and unread). In a buffer each thread keeps: no fresh pages per call.
@@ -356,6 +352,10 @@ const float* row_blocks(std::int64_t M, const float* x, std::int64_t ldx, std::i
   return blocks.data();
 }
 
+// The product with x as rows (R rows per block) or as its transpose (RT rows),
+// with or without the epilogue, and (x as rows) with or without the prefetches:
+// those where W is streamed and over kPrefetchAbove bytes (M greedy decoding 6%
+// faster in A/B runs; S training 3% slower where its W of 256 KiB was prefetched).
 template <class V, int R, int RT, int P>
 [[gnu::always_inline]] inline void run_kernel(bool xt, std::int64_t M, const float* x, std::int64_t ldx,
                                               const PackedMatrix& w, float beta, float* y, std::int64_t ldy,

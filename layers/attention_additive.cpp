@@ -38,7 +38,7 @@ ATTEND_SIMD_CLONES void scores_row(const T* __restrict k, const T* __restrict q,
   for (std::int64_t j = 0; j < S; ++j) {
     if (mask[j] == T(0)) continue;  // padding: no score, weight 0
     const T* k_j = k + j * A;
-    T* t_j = t + j * A;
+    T* t_j = kKeepT ? t + j * A : nullptr;  // t is null when not kept
     T lanes[kLanes] = {};
     std::int64_t a = 0;
     for (; a + kLanes <= A; a += kLanes)
