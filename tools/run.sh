@@ -4,7 +4,8 @@
 #
 #   tools/run.sh demo    build the release preset and run the main job (DEMO below)
 #   tools/run.sh test    build and run every test: release preset, then sanitize preset,
-#                        then each fuzz target for FUZZ_SECONDS (20) s (preset fuzz)
+#                        then each fuzz target for FUZZ_SECONDS (20) s,
+#                        nproc at a time (preset fuzz)
 #   tools/run.sh bench   build the release preset and run the benchmarks in bench/
 #
 # Builds go to build/release, build/sanitize and build/fuzz (CMakePresets.json) and are
@@ -106,22 +107,38 @@ cmd_test() {
   say "all tests passed, release and sanitize builds, fuzzing ($((SECONDS - start)) s)"
 }
 
-# Runs every fuzz target for FUZZ_SECONDS on a scratch copy of its committed corpus
-# (the repository is never written), and fails if any of them finds a crash.
+# Runs one fuzz target (NAME:MAX_LEN) for FUZZ_SECONDS on a scratch copy of its
+# committed corpus (the repository is never written); its log and any crash go to
+# $scratch/NAME/. Exits non-zero when libFuzzer found a crash.
+run_fuzzer() {
+  local scratch="$1" name="${2%%:*}" max_len="${2##*:}"
+  mkdir -p "$scratch/$name/corpus" "$scratch/$name/crashes"
+  cp tests/fuzz/corpus/"$name"/* "$scratch/$name/corpus/"
+  "build/fuzz/tests/fuzz/fuzz_$name" -max_total_time="$FUZZ_SECONDS" -max_len="$max_len" -timeout=10 \
+    -rss_limit_mb=2048 -print_final_stats=1 -print_funcs=0 -artifact_prefix="$scratch/$name/crashes/" "$scratch/$name/corpus" \
+    >"$scratch/$name/log" 2>&1 </dev/null
+}
+
+# Runs every fuzz target, JOBS at a time (each is one process on one core; one
+# after another they left the other core idle), and fails if any finds a crash.
 run_fuzzers() {
-  say "fuzz: ${#FUZZ_TARGETS[@]} targets, ${FUZZ_SECONDS} s each"
-  local scratch entry name max_len crash failed=()
+  say "fuzz: ${#FUZZ_TARGETS[@]} targets, ${FUZZ_SECONDS} s each, $JOBS at a time"
+  local scratch i j name crash failed=() pids=()
   scratch="$(mktemp -d "${TMPDIR:-/tmp}/attend-fuzz.XXXXXX")"
-  for entry in "${FUZZ_TARGETS[@]}"; do
-    name="${entry%%:*}" max_len="${entry##*:}"
-    mkdir -p "$scratch/$name/corpus" "$scratch/$name/crashes"
-    cp tests/fuzz/corpus/"$name"/* "$scratch/$name/corpus/"
-    printf 'fuzz_%s ... ' "$name"
-    if "build/fuzz/tests/fuzz/fuzz_$name" -max_total_time="$FUZZ_SECONDS" -max_len="$max_len" -timeout=10 \
-      -rss_limit_mb=2048 -print_final_stats=1 -print_funcs=0 -artifact_prefix="$scratch/$name/crashes/" "$scratch/$name/corpus" \
-      >"$scratch/$name/log" 2>&1 </dev/null; then
-      echo "ok ($(sed -n 's/.*stat::number_of_executed_units: *//p' "$scratch/$name/log") runs)"
-    else
+  for ((i = 0; i < ${#FUZZ_TARGETS[@]}; i += JOBS)); do
+    local batch=("${FUZZ_TARGETS[@]:i:JOBS}")
+    pids=()
+    for j in "${!batch[@]}"; do
+      run_fuzzer "$scratch" "${batch[j]}" &
+      pids+=($!)
+    done
+    for j in "${!batch[@]}"; do
+      name="${batch[j]%%:*}"
+      printf 'fuzz_%s ... ' "$name"
+      if wait "${pids[j]}"; then
+        echo "ok ($(sed -n 's/.*stat::number_of_executed_units: *//p' "$scratch/$name/log") runs)"
+        continue
+      fi
       echo "FOUND A CRASH"
       tail -n 40 "$scratch/$name/log"
       for crash in "$scratch/$name/crashes/"*; do
@@ -131,7 +148,7 @@ run_fuzzers() {
         echo "regression: copy it to tests/fuzz/regressions/$name/ (tests/test_fuzz_regressions.cpp replays it)"
       done
       failed+=("$name")
-    fi
+    done
   done
   if [[ ${#failed[@]} -gt 0 ]]; then
     die "fuzzing found crashes in: ${failed[*]} (logs and reproducers in $scratch)"
@@ -152,7 +169,7 @@ cmd_bench() {
 }
 
 usage() {
-  sed -n '2,11s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+  sed -n '2,12s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
   exit 2
 }
 
