@@ -186,6 +186,7 @@ void gemm_packed(std::int64_t m, const float* x, std::int64_t ldx, const PackedM
   if (m < 0) fail("gemm_packed: {} rows of x", m);
   if (ldx < w.k()) fail("gemm_packed: the row stride {} of x is below W's {} columns", ldx, w.k());
   if (ldy < w.n()) fail("gemm_packed: the row stride {} of y is below W's {} rows", ldy, w.n());
+  detail::check_epilogue(beta, epilogue);
   if (m == 0 || w.n() == 0) {
     if (epilogue.rows != nullptr) std::fill_n(epilogue.rows, m, RowSummary{});
     return;

@@ -63,6 +63,7 @@ RowSummary fold(const LaneSummary& lanes) {
 
 void run(detail::PackedKernel kernel, bool xt, std::int64_t m, const float* x, std::int64_t ldx, const PackedMatrix& w,
          float beta, float* y, std::int64_t ldy, const Epilogue& epi) {
+  detail::check_epilogue(beta, epi);
   if (epi.rows != nullptr) std::fill_n(epi.rows, m, RowSummary{});
   if (m == 0 || w.n() == 0) return;
   if (!detail::packed_kernel_runs(kernel)) fail("gemm_packed: this CPU cannot run the kernel asked for");
@@ -71,7 +72,7 @@ void run(detail::PackedKernel kernel, bool xt, std::int64_t m, const float* x, s
   // The rows' lanes, in a buffer each thread keeps: no fresh pages per call.
   thread_local std::vector<LaneSummary> lanes;
   if (epi.rows != nullptr) lanes.assign(static_cast<std::size_t>(m), empty_lanes());
-  const Lanes kernel_epi{epi.bias, epi.rows == nullptr ? nullptr : lanes.data(), epi.skip};
+  const Lanes kernel_epi{epi.bias, epi.rows == nullptr ? nullptr : lanes.data(), epi.skip, epi.store_y};
   [&] {
 #if defined(ATTEND_PACKED_WIDE)
     if (kernel == detail::PackedKernel::Avx512) return kernels::run_avx512(xt, m, x, ldx, w, beta, y, ldy, kernel_epi);
@@ -86,6 +87,12 @@ void run(detail::PackedKernel kernel, bool xt, std::int64_t m, const float* x, s
 }  // namespace
 
 namespace detail {
+
+void check_epilogue(float beta, const Epilogue& epi) {
+  if (!epi.store_y && (epi.rows == nullptr || beta != 0.0f))
+    fail("gemm_packed: without storing y the product needs row summaries and beta 0 (got beta {}{})", beta,
+         epi.rows == nullptr ? ", no summaries" : "");
+}
 
 bool packed_kernel_runs(PackedKernel kernel) {
   switch (kernel) {

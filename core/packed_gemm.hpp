@@ -63,11 +63,16 @@ struct RowSummary {
 // What the product does to each block of y besides multiplying:
 //   y = x @ W^T + bias + beta * y   (bias (N), or null)
 // and, when rows is not null, rows[i] summarises row i of y (m summaries, with
-// `skip` left out of the best token; -1 leaves out none).
+// `skip` left out of the best token; -1 leaves out none). With store_y false, y
+// is neither read nor written: the summaries are all the product gives (greedy
+// decoding, which reads nothing else of a row whose summary is usable; the
+// stores of its 64 x 8,000 logits were a fifth of the product's memory traffic).
+// That needs rows and beta 0 (Error otherwise); y must still be a valid buffer.
 struct Epilogue {
   const float* bias = nullptr;
   RowSummary* rows = nullptr;
   std::int64_t skip = -1;
+  bool store_y = true;
 };
 
 // y (m, N) = x (m, K) @ W^T + beta * y, with W packed; rows of x ldx apart,
@@ -82,6 +87,7 @@ namespace detail {
 enum class PackedKernel { Avx512, Avx2, Baseline };
 bool packed_kernel_runs(PackedKernel kernel);  // on this CPU (Baseline: always)
 PackedKernel packed_kernel();                  // the widest that runs
+void check_epilogue(float beta, const Epilogue& epilogue);  // Error on store_y false without rows or with beta
 // The product alone, untimed, with the kernel given (tests run each one):
 // Error when this CPU cannot run it.
 void packed_product(std::int64_t m, const float* x, std::int64_t ldx, const PackedMatrix& w, float beta, float* y,

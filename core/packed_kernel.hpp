@@ -33,6 +33,7 @@ struct Lanes {
   const float* bias = nullptr;
   LaneSummary* rows = nullptr;
   std::int64_t skip = -1;
+  bool store_y = true;  // false: the summaries alone (Epilogue::store_y)
 };
 
 // One kernel per instruction set, each compiled for its own (clang, in the fuzz
@@ -257,7 +258,7 @@ template <class V, int R, int P, bool XT, bool E, bool PF>
             load(y_old, y_r + s * L);
             v += beta * y_old;
           }
-          std::memcpy(y_r + s * L, &v, sizeof v);
+          if (epi.store_y) std::memcpy(y_r + s * L, &v, sizeof v);
           z[p * S + s] = v;
         }
       } else {  // the last panel, past the end of y's row
@@ -270,7 +271,7 @@ template <class V, int R, int P, bool XT, bool E, bool PF>
           }
           if (epi.bias != nullptr) out[j] += epi.bias[col + j];
           if (beta != 0.0f) out[j] += beta * y_r[j];
-          y_r[j] = out[j];
+          if (epi.store_y) y_r[j] = out[j];
         }
         for (int s = 0; s < S; ++s) load(z[p * S + s], out + s * L);
       }
@@ -313,7 +314,7 @@ template <class V, int R, int P, bool XT, bool E, bool PF>
   };
   // the epilogue of rows i .. i + R - 1
   const auto epi_from = [&](std::int64_t i) {
-    return Lanes{epi.bias, epi.rows == nullptr ? nullptr : epi.rows + i, epi.skip};
+    return Lanes{epi.bias, epi.rows == nullptr ? nullptr : epi.rows + i, epi.skip, epi.store_y};
   };
   std::int64_t p0 = 0;
   for (; p0 + P <= panels; p0 += P)

@@ -117,7 +117,9 @@ std::vector<Hypothesis> greedy_decode(std::span<Seq2Seq* const> models, const Ba
   std::vector<std::int64_t> previous(static_cast<std::size_t>(B), Vocabulary::kBos);
   for (std::int64_t t = 0; t < longest; ++t) {
     // Without stop_at_eos every row excludes </s> (ignore_eos) before its best token is read.
-    DecoderEnsemble::Output& step = ensemble.step(previous, live, options.stop_at_eos ? -1 : Vocabulary::kEos);
+    // Greedy reads only each row's best token and its log p: the kernel stores no logits.
+    DecoderEnsemble::Output& step =
+        ensemble.step(previous, live, options.stop_at_eos ? -1 : Vocabulary::kEos, /*keep_logits=*/false);
     bool any_live = false;
     for (std::int64_t b = 0; b < B; ++b) {
       if (!live[b]) continue;

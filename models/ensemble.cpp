@@ -62,10 +62,11 @@ void put_log_softmax(const T* z, std::int64_t V, bool add, double* out) {
 // ready once per search. float32: W packed (core/packed_gemm.hpp), as OpenBLAS
 // would pack it afresh at every call (that packing took a tenth of greedy
 // decoding at the default sizes), with the bias added by the kernel and, when
-// `summaries` is not null, each row summarised there too (N). float64: W^T, as
+// `summaries` is not null, each row summarised there too (N; with store false
+// that is all: y is left unset, see Epilogue::store_y). float64: W^T, as
 // OpenBLAS multiplies a plain operand faster than a transposed one at decoding's few rows.
 Tensor project_rows(const Tensor& x, const blas::PackedMatrix& packed, const Tensor& weight_t, const Tensor& bias,
-                    blas::RowSummary* summaries, std::int64_t skip) {
+                    blas::RowSummary* summaries, std::int64_t skip, bool store = true) {
   const std::int64_t N = x.size(0), H = x.size(1), V = packed.empty() ? weight_t.size(1) : packed.n();
   Tensor y = empty({N, V}, x.dtype());
   dispatch(x.dtype(), [&](auto zero) {
@@ -73,7 +74,7 @@ Tensor project_rows(const Tensor& x, const blas::PackedMatrix& packed, const Ten
     T* py = y.data<T>();
     if constexpr (std::is_same_v<T, float>) {
       blas::gemm_packed(N, x.data<T>(), H, packed, 0.0f, py, V,
-                        {bias.defined() ? bias.data<T>() : nullptr, summaries, skip});
+                        {bias.defined() ? bias.data<T>() : nullptr, summaries, skip, store});
     } else {
       if (bias.defined())
         for (std::int64_t r = 0; r < N; ++r) std::copy(bias.data<T>(), bias.data<T>() + V, py + r * V);
@@ -142,7 +143,7 @@ DecoderEnsemble::DecoderEnsemble(std::span<Seq2Seq* const> models, const Batch& 
 }
 
 DecoderEnsemble::Output& DecoderEnsemble::step(const std::vector<std::int64_t>& previous, const std::vector<bool>& wanted,
-                                               std::int64_t skip) {
+                                               std::int64_t skip, bool keep_logits) {
   const std::int64_t N = rows_, V = vocab_, S = source_length_;
   Output& out = out_;
   out.vocab = V;
@@ -152,6 +153,7 @@ DecoderEnsemble::Output& DecoderEnsemble::step(const std::vector<std::int64_t>& 
     out.log_norm.resize(static_cast<std::size_t>(N));
     out.row_max.resize(static_cast<std::size_t>(N));
     out.best.assign(static_cast<std::size_t>(N), -1);
+    out.best_logit.resize(static_cast<std::size_t>(N));
     summaries_.resize(static_cast<std::size_t>(N));
   } else {
     out.log_probs.resize(static_cast<std::size_t>(N * V));
@@ -162,8 +164,16 @@ DecoderEnsemble::Output& DecoderEnsemble::step(const std::vector<std::int64_t>& 
     Seq2Seq::Step step = m.model->step(m.enc, Indices(previous), m.state);
     m.state = step.state;
     const bool summarised = one && !m.project_packed.empty();
-    const Tensor logits = project_rows(step.attentional, m.project_packed, m.project_t, m.model->project.bias,
-                                       summarised ? summaries_.data() : nullptr, skip);  // (N, V)
+    const bool store = !summarised || keep_logits;
+    Tensor logits = project_rows(step.attentional, m.project_packed, m.project_t, m.model->project.bias,
+                                 summarised ? summaries_.data() : nullptr, skip, store);  // (N, V)
+    bool stored = store;
+    for (std::int64_t r = 0; r < N && !stored; ++r)
+      if ((wanted.empty() || wanted[r]) && !summary_usable(summaries_[r])) {  // its passes need the logits
+        logits = project_rows(step.attentional, m.project_packed, m.project_t, m.model->project.bias,
+                              summaries_.data(), skip, true);
+        stored = true;
+      }
     const bool add = i > 0;
     for (std::int64_t r = 0; r < N; ++r) {
       if (!wanted.empty() && !wanted[r]) continue;
@@ -172,6 +182,7 @@ DecoderEnsemble::Output& DecoderEnsemble::step(const std::vector<std::int64_t>& 
         out.row_max[r] = sum.max;
         out.log_norm[r] = static_cast<double>(sum.max) + std::log(sum.exp_sum);
         out.best[r] = sum.best;
+        out.best_logit[r] = sum.best_value;
         continue;
       }
       dispatch(logits.dtype(), [&](auto zero) {
@@ -186,7 +197,11 @@ DecoderEnsemble::Output& DecoderEnsemble::step(const std::vector<std::int64_t>& 
         }
       });
     }
-    if (one) out.logits = logits;
+    if (one) {
+      out.logits = logits;
+      out.logits_stored = stored;
+      out.skip = skip;
+    }
     if (step.weights.defined()) {
       const Tensor weights = step.weights.to(Float64);  // (N, S)
       const double* w = weights.data<double>();
@@ -205,6 +220,12 @@ DecoderEnsemble::Output& DecoderEnsemble::step(const std::vector<std::int64_t>& 
 
 double DecoderEnsemble::Output::log_prob(std::int64_t row, std::int64_t token) const {
   if (!logits.defined()) return log_probs[static_cast<std::size_t>(row * vocab + token)];
+  if (!logits_stored) {
+    if (token != best[static_cast<std::size_t>(row)])
+      fail("decode: this step stored no logits (keep_logits false): row {} knows only its best token's "
+           "log-probability, not token {}'s", row, token);
+    return best_logit[static_cast<std::size_t>(row)] - log_norm[static_cast<std::size_t>(row)];
+  }
   return dispatch(logits.dtype(), [&](auto zero) {
     using T = decltype(zero);
     return static_cast<double>(logits.data<T>()[row * vocab + token]) - log_norm[static_cast<std::size_t>(row)];
@@ -215,6 +236,12 @@ void DecoderEnsemble::Output::exclude(std::int64_t row, std::int64_t token) {
   if (!logits.defined()) {
     log_probs[static_cast<std::size_t>(row * vocab + token)] = -std::numeric_limits<double>::infinity();
     return;
+  }
+  if (!logits_stored) {
+    if (token != skip)
+      fail("decode: this step stored no logits (keep_logits false): only its skip token {} can be excluded, not {}",
+           skip, token);
+    return;  // the kernel left it out of the best token already
   }
   if (!best.empty() && best[static_cast<std::size_t>(row)] == token)
     best[static_cast<std::size_t>(row)] = -1;  // found without the step's skip, but not without this token
@@ -230,6 +257,7 @@ void DecoderEnsemble::Output::exclude(std::int64_t row, std::int64_t token) {
 std::int64_t DecoderEnsemble::Output::best_token(std::int64_t row) const {
   if (!logits.defined()) return attend::best_token(log_probs.data() + row * vocab, vocab);
   if (best[static_cast<std::size_t>(row)] >= 0) return best[static_cast<std::size_t>(row)];
+  if (!logits_stored) fail("decode: this step stored no logits (keep_logits false), and row {} has no best token", row);
   return dispatch(logits.dtype(), [&](auto zero) {
     using T = decltype(zero);
     const T* z = logits.data<T>() + row * vocab;
@@ -241,6 +269,7 @@ std::int64_t DecoderEnsemble::Output::best_token(std::int64_t row) const {
 void DecoderEnsemble::Output::best_tokens(std::int64_t row, std::int64_t keep, std::vector<std::int64_t>& top,
                                           std::vector<double>& scratch) const {
   if (!logits.defined()) return attend::best_tokens(log_probs.data() + row * vocab, vocab, keep, top, scratch);
+  if (!logits_stored) fail("decode: this step stored no logits (keep_logits false): no best tokens but the best one");
   dispatch(logits.dtype(), [&](auto zero) {
     using T = decltype(zero);
     attend::best_tokens(logits.data<T>() + row * vocab, vocab, keep, top, scratch);

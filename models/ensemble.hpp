@@ -31,10 +31,13 @@ class DecoderEnsemble {
   // was 20 MB written and read again at every step. An ensemble's are the mean
   // of its models' log p, formed in log_probs. Rows not asked for hold nothing.
   struct Output {
-    Tensor logits;                  // one model: (N, V), the model's dtype
+    Tensor logits;                  // one model: (N, V), the model's dtype; unset where logits_stored is false
     std::vector<double> log_norm;   // one model: (N), m + log sum_v e^(z_v - m)
     std::vector<double> row_max;    // one model: (N), m = max_v z_v (NaN passed over), or NaN once unknown
     std::vector<std::int64_t> best;  // one model: (N), the best token but the step's `skip`, or -1 when unknown
+    std::vector<double> best_logit;  // one model: (N), z of `best` where best is known from the kernel
+    bool logits_stored = true;       // false: a step with keep_logits false stored none (see step)
+    std::int64_t skip = -1;          // the step's skip
     std::vector<double> log_probs;  // an ensemble: (N, V)
     std::vector<double> weights;    // (N, S) mean attention weights; empty when no model has attention
     std::int64_t vocab = 0;
@@ -55,8 +58,12 @@ class DecoderEnsemble {
   // it asks for the best one (greedy decoding without </s>): one float32 model
   // then finds each row's best token, maximum and normaliser in the output
   // projection's kernel (blas::RowSummary), with no pass over the logits after it.
+  // keep_logits false (greedy decoding) lets that kernel store no logits at all
+  // where every wanted row's summary is usable (a row of NaN or infinite logits
+  // has them stored after all): then best_token, the log_prob of the best token
+  // and exclude(row, skip) are what may be asked of the output (Error otherwise).
   Output& step(const std::vector<std::int64_t>& previous, const std::vector<bool>& wanted = {},
-               std::int64_t skip = -1);
+               std::int64_t skip = -1, bool keep_logits = true);
   // Row r continues from row parents[r] of the last step (N): beam search's reordering.
   void reorder(const std::vector<std::int64_t>& parents);
 

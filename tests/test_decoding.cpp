@@ -7,7 +7,9 @@
 #include <numeric>
 
 #include "autograd/grad_mode.hpp"
+#include "core/error.hpp"
 #include "models/decoding.hpp"
+#include "models/ensemble.hpp"
 #include "models/seq2seq.hpp"
 
 using namespace attend;
@@ -115,4 +117,44 @@ TEST_CASE("greedy decoding without </s> equals stepping the model by hand, </s> 
     CHECK(greedy[0].log_prob == doctest::Approx(expected_log_prob[0]).epsilon(tolerance));
     CHECK(greedy[1].log_prob == doctest::Approx(expected_log_prob[1]).epsilon(tolerance));
   }
+}
+
+// Greedy decoding's steps store no logits (keep_logits false): the output
+// projection's kernel gives each row's best token, maximum and normaliser alone.
+TEST_CASE("a float32 step without logits: the best token and its log p as with them, nothing else; NaN rows keep them") {
+  Generator init(9);
+  std::unique_ptr<Seq2Seq> model = eos_loving_model(init, Float32);
+  const Batch batch = two_sentences(Float32);
+  NoGradGuard no_grad;
+  Seq2Seq* const models[] = {model.get()};
+  DecoderEnsemble with(models, batch, 1), without(models, batch, 1);
+  std::vector<std::int64_t> previous(2, Vocabulary::kBos);
+  for (int t = 0; t < 3; ++t) {
+    CAPTURE(t);
+    DecoderEnsemble::Output& a = with.step(previous, {}, Vocabulary::kEos, true);
+    DecoderEnsemble::Output& b = without.step(previous, {}, Vocabulary::kEos, false);
+    CHECK(a.logits_stored);
+    CHECK_FALSE(b.logits_stored);
+    for (std::int64_t r = 0; r < 2; ++r) {
+      a.exclude(r, Vocabulary::kEos);
+      b.exclude(r, Vocabulary::kEos);  // the kernel left it out already
+      const std::int64_t best = a.best_token(r);
+      CHECK(best != Vocabulary::kEos);
+      CHECK(b.best_token(r) == best);
+      CHECK(b.log_prob(r, best) == a.log_prob(r, best));
+      CHECK_THROWS_AS(b.log_prob(r, best == 4 ? 5 : 4), Error);
+      CHECK_THROWS_AS(b.exclude(r, best), Error);
+      previous[static_cast<std::size_t>(r)] = best;
+    }
+    std::vector<std::int64_t> top;
+    std::vector<double> scratch;
+    CHECK_THROWS_AS(b.best_tokens(0, 2, top, scratch), Error);
+  }
+  // A NaN logit in every row: no summary is usable, so the logits are stored after all.
+  model->project.bias.set({3}, NAN);
+  DecoderEnsemble nan_rows(models, batch, 1);
+  DecoderEnsemble::Output& c = nan_rows.step(std::vector<std::int64_t>(2, Vocabulary::kBos), {}, Vocabulary::kEos, false);
+  CHECK(c.logits_stored);
+  c.exclude(0, Vocabulary::kEos);
+  CHECK(c.best_token(0) >= 0);
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/blas.hpp"
+#include "core/error.hpp"
 #include "core/packed_gemm.hpp"
 #include "core/random.hpp"
 
@@ -108,6 +109,21 @@ void check_epilogue(std::int64_t M, std::int64_t N, std::int64_t K, float beta, 
           }
         }
         check_summary(rows[static_cast<std::size_t>(i)], summary_of(got.data() + i * ldy, N, skip));
+      }
+      if (beta != 0.0f) continue;
+      // The summaries alone (store_y false): y untouched, the summaries as with y stored.
+      std::vector<float> untouched = y0;
+      std::vector<blas::RowSummary> alone(static_cast<std::size_t>(M));
+      blas::detail::packed_product(M, x.data(), K, *matrix, 0.0f, untouched.data(), ldy, kernel,
+                                   {bias.data(), alone.data(), skip, false});
+      REQUIRE(untouched == y0);
+      for (std::int64_t i = 0; i < M; ++i) {
+        CAPTURE(i);
+        const blas::RowSummary &a = alone[static_cast<std::size_t>(i)], &r = rows[static_cast<std::size_t>(i)];
+        CHECK(a.best == r.best);
+        CHECK(a.best_value == r.best_value);
+        CHECK((a.max == r.max || (std::isnan(a.max) && std::isnan(r.max))));
+        CHECK((a.exp_sum == r.exp_sum || (std::isnan(a.exp_sum) && std::isnan(r.exp_sum))));
       }
     }
 }
@@ -240,4 +256,21 @@ TEST_CASE("packed epilogue: empty products leave empty summaries") {
   CHECK(rows[0].best == -1);
   CHECK(rows[0].max == -kInf);
   CHECK(rows[0].exp_sum == 0);
+}
+
+TEST_CASE("packed epilogue: the summaries alone need summaries and beta 0") {
+  const std::vector<float> w(32 * 4, 0.5f), x(3 * 4, 1.0f);
+  const blas::PackedMatrix packed(w.data(), 32, 4, 4);
+  std::vector<float> y(3 * 32, 2.0f);
+  std::vector<blas::RowSummary> rows(3);
+  CHECK_THROWS_WITH_AS(blas::gemm_packed(3, x.data(), 4, packed, 1.0f, y.data(), 32, {nullptr, rows.data(), -1, false}),
+                       doctest::Contains("beta 0"), Error);
+  CHECK_THROWS_WITH_AS(blas::gemm_packed(3, x.data(), 4, packed, 0.0f, y.data(), 32, {nullptr, nullptr, -1, false}),
+                       doctest::Contains("no summaries"), Error);
+  CHECK_THROWS_AS(blas::gemm_packed(0, x.data(), 4, packed, 0.0f, y.data(), 32, {nullptr, nullptr, -1, false}), Error);
+  blas::gemm_packed(3, x.data(), 4, packed, 0.0f, y.data(), 32, {nullptr, rows.data(), -1, false});
+  for (const float v : y) CHECK(v == 2.0f);
+  CHECK(rows[0].max == 2.0f);  // 4 * 0.5 * 1
+  CHECK(rows[0].best == 0);
+  CHECK(rows[2].exp_sum == doctest::Approx(32.0));
 }
