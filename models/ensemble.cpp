@@ -92,6 +92,13 @@ bool summary_usable(const blas::RowSummary& s) {
   return s.best >= 0 && std::isfinite(s.max) && std::isfinite(s.exp_sum) && s.exp_sum > 0;
 }
 
+// Whether every wanted row's summary is usable (all rows when wanted is empty).
+bool summaries_usable(const std::vector<blas::RowSummary>& summaries, const std::vector<bool>& wanted) {
+  for (std::size_t r = 0; r < summaries.size(); ++r)
+    if ((wanted.empty() || wanted[r]) && !summary_usable(summaries[r])) return false;
+  return true;
+}
+
 }  // namespace
 
 void check_ensemble(std::span<Seq2Seq* const> models) {
@@ -164,16 +171,16 @@ DecoderEnsemble::Output& DecoderEnsemble::step(const std::vector<std::int64_t>& 
     Seq2Seq::Step step = m.model->step(m.enc, Indices(previous), m.state);
     m.state = step.state;
     const bool summarised = one && !m.project_packed.empty();
-    const bool store = !summarised || keep_logits;
-    Tensor logits = project_rows(step.attentional, m.project_packed, m.project_t, m.model->project.bias,
-                                 summarised ? summaries_.data() : nullptr, skip, store);  // (N, V)
-    bool stored = store;
-    for (std::int64_t r = 0; r < N && !stored; ++r)
-      if ((wanted.empty() || wanted[r]) && !summary_usable(summaries_[r])) {  // its passes need the logits
-        logits = project_rows(step.attentional, m.project_packed, m.project_t, m.model->project.bias,
-                              summaries_.data(), skip, true);
-        stored = true;
-      }
+    const auto project = [&](bool store) {  // (N, V)
+      return project_rows(step.attentional, m.project_packed, m.project_t, m.model->project.bias,
+                          summarised ? summaries_.data() : nullptr, skip, store);
+    };
+    bool stored = !summarised || keep_logits;
+    Tensor logits = project(stored);
+    if (!stored && !summaries_usable(summaries_, wanted)) {  // a row's passes need the logits
+      logits = project(true);
+      stored = true;
+    }
     const bool add = i > 0;
     for (std::int64_t r = 0; r < N; ++r) {
       if (!wanted.empty() && !wanted[r]) continue;
