@@ -9,6 +9,7 @@
 // float only; blas::gemm(false, true, ...) is the oracle (tests/test_packed_gemm.cpp).
 #include <cstdint>
 #include <limits>
+#include <span>
 
 #include "core/tensor.hpp"
 
@@ -25,6 +26,11 @@ class PackedMatrix {
   // products compute x @ wt. For x @ A with A (k, n) stored as it is (the backward
   // of a product by A^T).
   static PackedMatrix from_transposed(const float* wt, std::int64_t n, std::int64_t k, std::int64_t ldwt);
+  // The same with W^T's k rows wherever each is: row kk (n floats) at rows[kk].
+  // For W^T's rows in another order than memory's (the LSTM layer's backward
+  // packs x's rows (b, t) step by step, as its da^T's columns run). Error on a
+  // null row.
+  static PackedMatrix from_transposed_rows(std::span<const float* const> rows, std::int64_t n);
 
   std::int64_t n() const { return n_; }
   std::int64_t k() const { return k_; }

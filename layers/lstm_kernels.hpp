@@ -20,15 +20,19 @@ namespace attend::nn::lstm_kernels {
 
 // a: on entry the pre-activations without bias (4H), on exit the activations
 //    i, f, g, o, which the backward reads;
-// bias: b_ih + b_hh (4H); c_prev (H) -> c, tanh_c, h (H each).
+// bias: b_ih + b_hh (4H); c_prev (H) -> c, tanh_c, h (H each);
+// y: a second place for h (the sequence's output row), or null.
 template <class T>
-void forward_row(std::int64_t hidden, T* a, const T* bias, const T* c_prev, T* c, T* tanh_c, T* h);
+void forward_row(std::int64_t hidden, T* a, const T* bias, const T* c_prev, T* c, T* tanh_c, T* h, T* y = nullptr);
 
 // a: the activations the forward left; c_prev and tanh_c as in the forward;
-// dh: the gradient of h (H);
+// dh: the gradient of h (H), and dy, or null: more of it (the sequence's output
+//     y = h, whose gradient adds to that of the next step's h_prev, dh);
 // dc: on entry the gradient of c, on exit that of c_prev (H);
-// da: receives the gradient of the pre-activations (4H; assigned, it is scratch).
+// da: receives the gradient of the pre-activations (4H; assigned, it is scratch);
+// db: += da (4H; the bias gradient), or null.
 template <class T>
-void backward_row(std::int64_t hidden, const T* a, const T* c_prev, const T* tanh_c, const T* dh, T* dc, T* da);
+void backward_row(std::int64_t hidden, const T* a, const T* c_prev, const T* tanh_c, const T* dh, const T* dy, T* dc,
+                  T* da, T* db = nullptr);
 
 }  // namespace attend::nn::lstm_kernels

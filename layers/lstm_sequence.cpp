@@ -15,10 +15,12 @@
 // and write the B rows of step t with a row stride of T rows.
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "autograd/ops.hpp"
 #include "core/blas.hpp"
 #include "core/packed_gemm.hpp"
+#include "core/transpose.hpp"
 #include "layers/lstm.hpp"
 #include "layers/lstm_kernels.hpp"
 
@@ -136,8 +138,8 @@ LSTMSequenceOutput lstm_sequence(const Tensor& x, const LSTMState& initial, cons
         F* c_next = last ? c_n.data<F>() + b * H : cp + (row + dir) * H;
         if (t < lengths[b]) {
           // i, f, g, o;  c = f * c_prev + i * g;  h = o * tanh(c)
-          lstm_kernels::forward_row(H, a + row * G, pb, cp + row * H, c_next, tc + row * H, h_next);
-          copy_row(py + row * H, h_next, H);  // y[b, t] = h
+          // (y[b, t] = h too)
+          lstm_kernels::forward_row(H, a + row * G, pb, cp + row * H, c_next, tc + row * H, h_next, py + row * H);
         } else {
           // padding: the state passes through unchanged, the output is 0
           copy_row(h_next, hp + row * H, H);
@@ -158,75 +160,92 @@ LSTMSequenceOutput lstm_sequence(const Tensor& x, const LSTMState& initial, cons
              // dh, dc (B, H): the gradient of the state between steps, starting from h_n and c_n
              Tensor dh = g.dy(1).clone();
              Tensor dc = g.dy(2).clone();
-             Tensor dgates = empty({B, T, G}, x.dtype());  // da of every step: (B*T, 4H)
              F* pdh = dh.data<F>();
              F* pdc = dc.data<F>();
-             F* da = dgates.data<F>();
              const F* a = gates.data<F>();
              const F* cp = c_prev.data<F>();
              const F* tc = tanh_c.data<F>();
-             // float32: W_hh packed once for the T products below, as in the forward
+             // float32: W_hh (and W_ih) packed once for the T products below, as in the forward
              constexpr bool packed = std::is_same_v<F, float>;
              blas::PackedMatrix w_hh_packed;  // holds W_hh^T (H, 4H): dh_prev = da @ W_hh
-             if constexpr (packed) w_hh_packed = blas::PackedMatrix::from_transposed(w_hh.data<F>(), H, G, H);
-             // db (4H) = sum over the real rows of da, gathered while each row is in L1:
-             // a pass of its own afterwards read all of da (B*T*4H) back from memory
+             blas::PackedMatrix w_ih_packed;  // holds W_ih^T (I, 4H): dx = da @ W_ih
+             if constexpr (packed) {
+               w_hh_packed = blas::PackedMatrix::from_transposed(w_hh.data<F>(), H, G, H);
+               if (g.needs(0)) w_ih_packed = blas::PackedMatrix::from_transposed(w_ih.data<F>(), I, G, I);
+             }
+             // da, the gradient of the pre-activations. float32 keeps one step's (B, 4H),
+             // rows ld = 4H + 16 apart (at 4H = 1,024 floats, a whole number of pages
+             // apart, every row fell in the same L1 set), and uses it while it is in
+             // cache: dx of the step, dh_prev, and a step's columns of da^T. Kept for
+             // every step, (B*T, 4H) as 7.8 MB at B=64 T=30 H=256, it went out to
+             // memory and came back for the products after the loop. float64 keeps
+             // every step's, (B, T, 4H), for those products.
+             const std::int64_t ld = packed ? G + 16 : T * G;
+             Tensor dgates = packed ? empty({B, ld}, x.dtype()) : empty({B, T, G}, x.dtype());
+             // db (4H) = sum over the real rows of da, gathered by the gate loop while
+             // each row is in registers
              const bool bias_grad = g.needs(5) || g.needs(6);
              Tensor db = zeros({bias_grad ? G : 0}, x.dtype());
-             F* pdb = db.data<F>();
+             F* pdb = bias_grad ? db.data<F>() : nullptr;
+             // float32 weight gradients take da^T (4H, T*B) as rows (the packed kernel's
+             // x), transposed a step at a time. Its columns run step-major: column
+             // t*B + b is row (b, t) of da.
+             const bool weight_grads = packed && (g.needs(3) || g.needs(4));
+             Tensor da_t = weight_grads ? empty({G, T * B}, x.dtype()) : Tensor();
              for (std::int64_t s = T - 1; s >= 0; --s) {
                const std::int64_t t = first + s * dir;
+               F* da = packed ? dgates.data<F>() : dgates.data<F>() + t * G;  // row b of step t at da + b * ld
                for (std::int64_t b = 0; b < B; ++b) {
                  const std::int64_t row = b * T + t;
                  if (t < lengths[b]) {
                    // forward: y[b, t] = h   (h is both this step's output and the next step's h_prev)
-                   for (std::int64_t j = 0; j < H; ++j) pdh[b * H + j] += dy[row * H + j];
                    // forward: i, f, g, o;  c = f * c_prev + i * g;  h = o * tanh(c)   (lstm_kernels.cpp)
-                   lstm_kernels::backward_row(H, a + row * G, cp + row * H, tc + row * H, pdh + b * H, pdc + b * H,
-                                              da + row * G);
                    // forward: a = ... + b_ih + b_hh   ->   db_ih += da;  db_hh += da
-                   if (bias_grad)
-                     for (std::int64_t j = 0; j < G; ++j) pdb[j] += da[row * G + j];
+                   lstm_kernels::backward_row(H, a + row * G, cp + row * H, tc + row * H, pdh + b * H, dy + row * H,
+                                              pdc + b * H, da + b * ld, pdb);
                    // h_prev reaches the loss only through this step's gates: the GEMM below
                    // gives all of dh_prev
                    std::memset(pdh + b * H, 0, static_cast<std::size_t>(H) * sizeof(F));
                  } else {
                    // forward: padding passed the state through   ->  dh, dc pass through too
-                   std::memset(da + row * G, 0, static_cast<std::size_t>(G) * sizeof(F));
+                   std::memset(da + b * ld, 0, static_cast<std::size_t>(G) * sizeof(F));
                  }
                }
                // forward: a[:, t] += h_prev[:, t] @ W_hh^T   ->   dh_prev (B, H) += da[:, t] (B, 4H) @ W_hh (4H, H)
-               if constexpr (packed)
-                 blas::gemm_packed(B, da + t * G, T * G, w_hh_packed, F(1), pdh, H);
-               else
-                 blas::gemm(false, false, B, H, G, F(1), da + t * G, T * G, w_hh.data<F>(), H, F(1), pdh, H);
+               // forward: a[:, t] = x[:, t] @ W_ih^T + ...   ->   dx[:, t] (B, I) += da[:, t] (B, 4H) @ W_ih (4H, I)
+               // and da^T[:, t*B .. t*B + B] = da[:, t]^T   (4H, B)
+               if constexpr (packed) {
+                 blas::gemm_packed(B, da, ld, w_hh_packed, F(1), pdh, H);
+                 if (g.needs(0)) blas::gemm_packed(B, da, ld, w_ih_packed, F(1), g.dx(0).data<F>() + t * I, T * I);
+                 if (weight_grads) transpose_tiles<F, false>(da, ld, da_t.data<F>() + t * B, T * B, B, G);
+               } else {
+                 blas::gemm(false, false, B, H, G, F(1), da, ld, w_hh.data<F>(), H, F(1), pdh, H);
+               }
              }
              // what reaches the first step is the gradient of the initial state
              if (g.needs(1)) g.dx(1).add_(dh);
              if (g.needs(2)) g.dx(2).add_(dc);
-             // Every step at once, rows (b, t) of da against the same rows of x and h_prev:
+             // float64: every step at once, rows (b, t) of da against the same rows of x and h_prev:
              // forward: a = x @ W_ih^T + b_ih + h_prev @ W_hh^T + b_hh
-             if (g.needs(0)) {  // dx (B*T, I) += da (B*T, 4H) @ W_ih (4H, I)
-               if constexpr (packed)
-                 blas::gemm_packed(B * T, da, G, blas::PackedMatrix::from_transposed(w_ih.data<F>(), I, G, I), F(1),
-                                   g.dx(0).data<F>(), I);
-               else
-                 blas::gemm(false, false, B * T, I, G, F(1), da, G, w_ih.data<F>(), I, F(1), g.dx(0).data<F>(), I);
-             }
+             const F* da = dgates.data<F>();
+             if (!packed && g.needs(0))  // dx (B*T, I) += da (B*T, 4H) @ W_ih (4H, I)
+               blas::gemm(false, false, B * T, I, G, F(1), da, G, w_ih.data<F>(), I, F(1), g.dx(0).data<F>(), I);
              if constexpr (packed) {
-               // The same two products on the packed kernel: da^T made once, as rows
-               // (a tiled transpose), and x and h_prev packed from their rows as the W^T
-               // of y = da^T @ W^T.
-               if (g.needs(3) || g.needs(4)) {
-                 const Tensor da_t = transpose(reshape(dgates, Shape{B * T, G}), 0, 1);  // (4H, B*T)
-                 if (g.needs(3))  // dW_ih (4H, I) += da^T (4H, B*T) @ x (B*T, I)
-                   blas::gemm_packed(G, da_t.data<F>(), B * T,
-                                     blas::PackedMatrix::from_transposed(x.data<F>(), I, B * T, I), F(1),
-                                     g.dx(3).data<F>(), I);
-                 if (g.needs(4))  // dW_hh (4H, H) += da^T (4H, B*T) @ h_prev (B*T, H)
-                   blas::gemm_packed(G, da_t.data<F>(), B * T,
-                                     blas::PackedMatrix::from_transposed(h_prev.data<F>(), H, B * T, H), F(1),
-                                     g.dx(4).data<F>(), H);
+               // The same two products on the packed kernel: da^T as rows, and x and h_prev
+               // packed from their rows as the W^T of y = da^T @ W^T, in da^T's column
+               // order: row (b, t) of x as W^T's row t*B + b.
+               if (weight_grads) {
+                 std::vector<const F*> rows(static_cast<std::size_t>(T * B));
+                 const auto packed_rows = [&](const Tensor& m, std::int64_t n) {
+                   for (std::int64_t t = 0; t < T; ++t)
+                     for (std::int64_t b = 0; b < B; ++b)
+                       rows[static_cast<std::size_t>(t * B + b)] = m.data<F>() + (b * T + t) * n;
+                   return blas::PackedMatrix::from_transposed_rows(rows, n);
+                 };
+                 if (g.needs(3))  // dW_ih (4H, I) += da^T (4H, T*B) @ x (T*B, I)
+                   blas::gemm_packed(G, da_t.data<F>(), T * B, packed_rows(x, I), F(1), g.dx(3).data<F>(), I);
+                 if (g.needs(4))  // dW_hh (4H, H) += da^T (4H, T*B) @ h_prev (T*B, H)
+                   blas::gemm_packed(G, da_t.data<F>(), T * B, packed_rows(h_prev, H), F(1), g.dx(4).data<F>(), H);
                }
              } else {
                if (g.needs(3))  // dW_ih (4H, I) += da^T (4H, B*T) @ x (B*T, I)

@@ -109,8 +109,10 @@ TEST_CASE("LSTM: a tiny sequence worked out by hand, with and without padding") 
 // float64: B = 4 runs the recurrent GEMM on a transposed copy of W_hh (small
 // batches), B = 37 on W_hh itself (see kTransposedWeightsBelow); float32 on W_hh
 // packed (core/packed_gemm.hpp), whose row blocks B = 37 does not fill.
-void check_sequence_fused_equals_composed(Generator& gen, std::int64_t B) {
-  const std::int64_t T = 5, I = 3, H = 4;
+// I and H of 16 and more fill whole panels of the packed weights and of x and
+// h_prev packed for the weight gradients.
+void check_sequence_fused_equals_composed(Generator& gen, std::int64_t B, std::int64_t I = 3, std::int64_t H = 4) {
+  const std::int64_t T = 5;
   std::vector<std::int64_t> lengths{5, 1, 3, 4};  // unsorted, with a single-token row
   for (std::int64_t b = 4; b < B; ++b) lengths.push_back(1 + (b * 7) % T);
   for (DType dtype : {Float64, Float32}) {
@@ -148,6 +150,7 @@ TEST_CASE("lstm_sequence: fused equals composed, both directions, with padding")
   Generator gen(2);
   SUBCASE("a small batch") { check_sequence_fused_equals_composed(gen, 4); }
   SUBCASE("a large batch") { check_sequence_fused_equals_composed(gen, 37); }
+  SUBCASE("whole panels: I = 16, H = 36") { check_sequence_fused_equals_composed(gen, 9, 16, 36); }
 }
 
 TEST_CASE("LSTM: fused equals composed, 1 and 2 layers, both directions, with and without h0/c0") {

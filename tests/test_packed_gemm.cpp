@@ -98,6 +98,19 @@ void check_against_gemm(std::int64_t M, std::int64_t N, std::int64_t K, std::int
   got = y0;
   blas::gemm_packed(M, x.data(), ldx, from_t, beta, got.data(), ldy);
   check_result(got, expected, y0, M, N, K, ldy);
+  // And from W^T's rows given one by one, stored in reverse order
+  std::vector<float> wt_reversed(wt.size(), 7.0f);
+  std::vector<const float*> rows(static_cast<std::size_t>(K));
+  for (std::int64_t k = 0; k < K; ++k) {
+    std::copy_n(wt.data() + k * ldy, N, wt_reversed.data() + (K - 1 - k) * ldy);
+    rows[static_cast<std::size_t>(k)] = wt_reversed.data() + (K - 1 - k) * ldy;
+  }
+  const blas::PackedMatrix from_rows = blas::PackedMatrix::from_transposed_rows(rows, N);
+  CHECK(from_rows.n() == N);
+  CHECK(from_rows.k() == K);
+  got = y0;
+  blas::gemm_packed(M, x.data(), ldx, from_rows, beta, got.data(), ldy);
+  check_result(got, expected, y0, M, N, K, ldy);
   blas::PackedMatrix streamed = packed;  // the same panels, prefetched where W is over 512 KiB
   streamed.set_streamed(true);
   for (PackedKernel kernel : kernels_here()) {
@@ -200,6 +213,11 @@ TEST_CASE("gemm_packed: wrong sizes and strides are errors that say what is wron
                        Error);
   CHECK_THROWS_WITH_AS(blas::PackedMatrix::from_transposed(w.data(), 4, 3, 3),
                        "PackedMatrix: the row stride 3 of W^T (3, 4) is below its 4 columns", Error);
+  const std::vector<const float*> rows{w.data(), nullptr, w.data()};
+  CHECK_THROWS_WITH_AS(blas::PackedMatrix::from_transposed_rows(rows, 4), "PackedMatrix: row 1 of W^T (3, 4) is null",
+                       Error);
+  CHECK_THROWS_WITH_AS(blas::PackedMatrix::from_transposed_rows(rows, -1),
+                       "PackedMatrix: sizes must be >= 0, got W (-1, 3)", Error);
   const blas::PackedMatrix packed(w.data(), 3, 4, 4);
   std::vector<float> x(8), y(6);
   CHECK_THROWS_WITH_AS(blas::gemm_packed(2, x.data(), 3, packed, 0.0f, y.data(), 3),

@@ -71,6 +71,7 @@ void copy_in(dnnl::memory& m, const float* src) {
 struct RoundTimes {
   double forward, backward;  // median ns of the round
   double cpu_over_wall;      // CPU time / wall time over the round's timed runs
+  double faults;             // minor page faults per timed run (fresh pages touched)
 };
 
 // oneDNN's side: descriptors, primitives and buffers, made once.
@@ -258,40 +259,48 @@ bool check_equal_work(nn::LSTM& lstm, Tensor& x, const Tensor& r, OneDNN& d) {
 RoundTimes time_attend(nn::LSTM& lstm, Tensor& x, const Tensor& r) {
   std::vector<double> f, b;
   double cpu = 0, wall = 0;
+  long faults = 0;
   for (int run = 0; run < kWarmup + kRuns; ++run) {
     lstm.zero_grad();
     x.zero_grad();
+    const long p0 = memory::minor_page_faults();
     const double c0 = cpu_seconds(), t0 = bench::now_ns();
     nn::LSTMOutput out = lstm.forward(x);
     const double t1 = bench::now_ns();
     backward({out.output}, {r});
     const double t2 = bench::now_ns(), c1 = cpu_seconds();
+    const long p1 = memory::minor_page_faults();
     if (run < kWarmup) continue;
+    faults += p1 - p0;
     f.push_back(t1 - t0);
     b.push_back(t2 - t1);
     cpu += c1 - c0;
     wall += (t2 - t0) * 1e-9;
   }
-  return {bench::median(f), bench::median(b), cpu / wall};
+  return {bench::median(f), bench::median(b), cpu / wall, static_cast<double>(faults) / kRuns};
 }
 
 RoundTimes time_onednn(OneDNN& d) {
   std::vector<double> f, b;
   double cpu = 0, wall = 0;
+  long faults = 0;
   for (int run = 0; run < kWarmup + kRuns; ++run) {
     d.zero_grad();
+    const long p0 = memory::minor_page_faults();
     const double c0 = cpu_seconds(), t0 = bench::now_ns();
     d.forward();
     const double t1 = bench::now_ns();
     d.backward();
     const double t2 = bench::now_ns(), c1 = cpu_seconds();
+    const long p1 = memory::minor_page_faults();
     if (run < kWarmup) continue;
+    faults += p1 - p0;
     f.push_back(t1 - t0);
     b.push_back(t2 - t1);
     cpu += c1 - c0;
     wall += (t2 - t0) * 1e-9;
   }
-  return {bench::median(f), bench::median(b), cpu / wall};
+  return {bench::median(f), bench::median(b), cpu / wall, static_cast<double>(faults) / kRuns};
 }
 
 struct Summary {
@@ -336,7 +345,7 @@ int main(int argc, char** argv) {
   fmt::print("# oneDNN weight reorders (not timed below): {:.2f} ms\n", d.reorder_ns * 1e-6);
 
   std::vector<double> af, ab, at, df, db, dt_, ratio;
-  double a_cpu = 0, d_cpu = 0;
+  double a_cpu = 0, d_cpu = 0, a_faults = 0, d_faults = 0;
   for (int round = 0; round < rounds; ++round) {
     const RoundTimes a = time_attend(lstm, x, r);
     const RoundTimes o = time_onednn(d);
@@ -345,12 +354,16 @@ int main(int argc, char** argv) {
     ratio.push_back(at.back() / dt_.back());
     a_cpu = std::max(a_cpu, a.cpu_over_wall);
     d_cpu = std::max(d_cpu, o.cpu_over_wall);
+    a_faults = std::max(a_faults, a.faults);
+    d_faults = std::max(d_faults, o.faults);
     fmt::print("round {}  attend forward {:.2f} backward {:.2f} ms   oneDNN forward {:.2f} backward {:.2f} ms\n",
                round + 1, af.back(), ab.back(), df.back(), db.back());
   }
   fmt::print("# CPU time / wall time over the timed runs (1.00 = one busy thread; > 1.05 would mean more), "
              "the largest of any round: "
              "attend {:.2f}, oneDNN {:.2f}\n", a_cpu, d_cpu);
+  fmt::print("# minor page faults per forward+backward (fresh pages touched; ~2.3 us each here), the most of any "
+             "round: attend {:.1f}, oneDNN {:.1f}\n", a_faults, d_faults);
   auto line = [](const char* what, const std::vector<double>& a, const std::vector<double>& o) {
     const Summary sa = summarise(a), so = summarise(o);
     fmt::print("{:<18} attend {:7.2f} ms ({:.2f}-{:.2f})   oneDNN {:7.2f} ms ({:.2f}-{:.2f})   attend/oneDNN {:.3f}\n",
