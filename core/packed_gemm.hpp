@@ -31,12 +31,6 @@ class PackedMatrix {
   // packs x's rows (b, t) step by step, as its da^T's columns run). Error on a
   // null row.
   static PackedMatrix from_transposed_rows(std::span<const float* const> rows, std::int64_t n);
-  // W = [W1 | W2] (n, k1 + k2), its two blocks of columns from separate arrays:
-  // W1 (n, k1) rows ld1 apart, W2 (n, k2) rows ld2 apart. One product then does
-  // the work of two: x @ W^T = x[:, :k1] @ W1^T + x[:, k1:] @ W2^T (the LSTM
-  // layer's step, [x_t | h_prev] @ [W_ih | W_hh]^T). Error as the constructor.
-  static PackedMatrix from_column_blocks(const float* w1, std::int64_t k1, std::int64_t ld1, const float* w2,
-                                         std::int64_t k2, std::int64_t ld2, std::int64_t n);
 
   std::int64_t n() const { return n_; }
   std::int64_t k() const { return k_; }

@@ -47,23 +47,6 @@ void pack_transposed(float* data, std::int64_t n, std::int64_t k, RowAt row_at) 
 
 }  // namespace
 
-PackedMatrix PackedMatrix::from_column_blocks(const float* w1, std::int64_t k1, std::int64_t ld1, const float* w2,
-                                              std::int64_t k2, std::int64_t ld2, std::int64_t n) {
-  if (k1 < 0 || k2 < 0) fail("PackedMatrix: sizes must be >= 0, got blocks of {} and {} columns", k1, k2);
-  if (ld1 < k1 || ld2 < k2)
-    fail("PackedMatrix: the row strides {} and {} are below the blocks' {} and {} columns", ld1, ld2, k1, k2);
-  PackedMatrix m(n, k1 + k2);
-  const std::int64_t k = k1 + k2;
-  // Panel p's first k1 rows are W1's rows 16p .. 16p + 15 transposed, its next k2 W2's.
-  for (std::int64_t p = 0; p * kPanel < n; ++p) {
-    const std::int64_t rows = std::min(kPanel, n - p * kPanel);
-    float* panel = m.data_.data<float>() + p * k * kPanel;
-    transpose_tiles<float, false>(w1 + p * kPanel * ld1, ld1, panel, kPanel, rows, k1);
-    transpose_tiles<float, false>(w2 + p * kPanel * ld2, ld2, panel + k1 * kPanel, kPanel, rows, k2);
-  }
-  return m;
-}
-
 PackedMatrix PackedMatrix::from_transposed(const float* wt, std::int64_t n, std::int64_t k, std::int64_t ldwt) {
   PackedMatrix m(n, k);
   if (ldwt < n) fail("PackedMatrix: the row stride {} of W^T ({}, {}) is below its {} columns", ldwt, k, n, n);

@@ -100,28 +100,24 @@ LSTMSequenceOutput lstm_sequence(const Tensor& x, const LSTMState& initial, cons
     const F* pb_hh = w.bias_hh.data<F>();
     for (std::int64_t k = 0; k < G; ++k) bias.data<F>()[k] = pb_ih[k] + pb_hh[k];
     const F* pb = bias.data<F>();
-    // The recurrent product runs T times with the same W_hh. float32 runs each
-    // step as one product, [x_t | h_prev] (B, I + H) @ [W_ih | W_hh]^T, by the two
-    // weights packed side by side once here (core/packed_gemm.hpp: OpenBLAS would
-    // pack them at every step); its x and h_prev rows are gathered into xh. The
-    // step's gates are then written once, where a product of all steps' x first
-    // wrote the whole (B*T, 4H) for each step to read back and add to.
-    // float64 multiplies x for all steps at once, and per step by W_hh, on small
-    // batches by a transposed copy: OpenBLAS is ~1.7x faster on plain than on
-    // transposed operands for them (see LSTMWeights::weight_hh_t).
+    // The recurrent product runs T times with the same W_hh. float32 multiplies
+    // by W_hh packed once here (core/packed_gemm.hpp: OpenBLAS would pack it at
+    // every step). float64 small batches multiply by a transposed copy: OpenBLAS
+    // is ~1.7x faster on plain than on transposed operands for them (see
+    // LSTMWeights::weight_hh_t).
     constexpr bool packed = std::is_same_v<F, float>;
-    blas::PackedMatrix w_packed;  // [W_ih | W_hh] (4H, I + H)
-    Tensor xh;                    // [x_t | h_prev] (B, I + H)
-    if constexpr (packed) {
-      w_packed = blas::PackedMatrix::from_column_blocks(w.weight_ih.data<F>(), I, I, w.weight_hh.data<F>(), H, H, G);
-      xh = empty({B, I + H}, dt);
-    }
+    blas::PackedMatrix w_hh_packed;
+    if constexpr (packed) w_hh_packed = blas::PackedMatrix(w.weight_hh.data<F>(), G, H, H);
     const bool small = !packed && B < kTransposedWeightsBelow;
     Tensor w_hh_t = small ? transpose(w.weight_hh.detach(), 0, 1) : Tensor();  // (H, 4H), a copy
     const F* w_hh = small ? w_hh_t.data<F>() : w.weight_hh.data<F>();
 
-    // float64: a = x @ W_ih^T   (B*T, 4H): the input's share of every step's gates, one GEMM
-    if constexpr (!packed)
+    // a = x @ W_ih^T   (B*T, 4H): the input's share of every step's gates, one GEMM
+    // (float32 packed too: the kernel runs ~2x OpenBLAS's rate where it has AVX-512
+    // and OpenBLAS does not use it, and ~0.95x where both run AVX2)
+    if constexpr (packed)
+      blas::gemm_packed(B * T, x.data<F>(), I, blas::PackedMatrix(w.weight_ih.data<F>(), G, I, I), F(0), a, G);
+    else
       blas::gemm(false, true, B * T, G, I, F(1), x.data<F>(), I, w.weight_ih.data<F>(), I, F(0), a, G);
     for (std::int64_t b = 0; b < B; ++b) {
       copy_row(hp + (b * T + first) * H, initial.h.data<F>() + b * H, H);
@@ -130,18 +126,11 @@ LSTMSequenceOutput lstm_sequence(const Tensor& x, const LSTMState& initial, cons
     for (std::int64_t s = 0; s < T; ++s) {
       const std::int64_t t = first + s * dir;
       const bool last = s == T - 1;
-      if constexpr (packed) {
-        // a[:, t] = [x[:, t] | h_prev[:, t]] @ [W_ih | W_hh]^T   (B, 4H)
-        F* pxh = xh.data<F>();
-        for (std::int64_t b = 0; b < B; ++b) {
-          copy_row(pxh + b * (I + H), x.data<F>() + (b * T + t) * I, I);
-          copy_row(pxh + b * (I + H) + I, hp + (b * T + t) * H, H);
-        }
-        blas::gemm_packed(B, pxh, I + H, w_packed, F(0), a + t * G, T * G);
-      } else {
-        // a[:, t] += h_prev[:, t] @ W_hh^T   (B, 4H): the recurrent share, one GEMM per step
+      // a[:, t] += h_prev[:, t] @ W_hh^T   (B, 4H): the recurrent share, one GEMM per step
+      if constexpr (packed)
+        blas::gemm_packed(B, hp + t * H, T * H, w_hh_packed, F(1), a + t * G, T * G);
+      else
         blas::gemm(false, !small, B, G, H, F(1), hp + t * H, T * H, w_hh, small ? G : H, F(1), a + t * G, T * G);
-      }
       for (std::int64_t b = 0; b < B; ++b) {
         const std::int64_t row = b * T + t;
         // where the state after this step goes: the next step's h_prev/c_prev, or the final state

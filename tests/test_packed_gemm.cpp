@@ -105,15 +105,6 @@ void check_against_gemm(std::int64_t M, std::int64_t N, std::int64_t K, std::int
     std::copy_n(wt.data() + k * ldy, N, wt_reversed.data() + (K - 1 - k) * ldy);
     rows[static_cast<std::size_t>(k)] = wt_reversed.data() + (K - 1 - k) * ldy;
   }
-  // And from W's columns in two blocks, [W1 | W2], the first K / 3 columns and the rest
-  const std::int64_t k1 = K / 3;
-  const blas::PackedMatrix from_blocks =
-      blas::PackedMatrix::from_column_blocks(w.data(), k1, ldw, w.data() + k1, K - k1, ldw, N);
-  CHECK(from_blocks.n() == N);
-  CHECK(from_blocks.k() == K);
-  got = y0;
-  blas::gemm_packed(M, x.data(), ldx, from_blocks, beta, got.data(), ldy);
-  check_result(got, expected, y0, M, N, K, ldy);
   const blas::PackedMatrix from_rows = blas::PackedMatrix::from_transposed_rows(rows, N);
   CHECK(from_rows.n() == N);
   CHECK(from_rows.k() == K);
@@ -227,10 +218,6 @@ TEST_CASE("gemm_packed: wrong sizes and strides are errors that say what is wron
                        Error);
   CHECK_THROWS_WITH_AS(blas::PackedMatrix::from_transposed_rows(rows, -1),
                        "PackedMatrix: sizes must be >= 0, got W (-1, 3)", Error);
-  CHECK_THROWS_WITH_AS(blas::PackedMatrix::from_column_blocks(w.data(), 2, 2, w.data(), 2, 1, 3),
-                       "PackedMatrix: the row strides 2 and 1 are below the blocks' 2 and 2 columns", Error);
-  CHECK_THROWS_WITH_AS(blas::PackedMatrix::from_column_blocks(w.data(), -1, 2, w.data(), 2, 2, 3),
-                       "PackedMatrix: sizes must be >= 0, got blocks of -1 and 2 columns", Error);
   const blas::PackedMatrix packed(w.data(), 3, 4, 4);
   std::vector<float> x(8), y(6);
   CHECK_THROWS_WITH_AS(blas::gemm_packed(2, x.data(), 3, packed, 0.0f, y.data(), 3),
