@@ -111,7 +111,9 @@ TEST_CASE("LSTM: a tiny sequence worked out by hand, with and without padding") 
 // packed (core/packed_gemm.hpp), whose row blocks B = 37 does not fill.
 // I and H of 16 and more fill whole panels of the packed weights and of x and
 // h_prev packed for the weight gradients.
-void check_sequence_fused_equals_composed(Generator& gen, std::int64_t B, std::int64_t I = 3, std::int64_t H = 4) {
+// x_grad false: x needs no gradient (float32's backward step then multiplies by W_hh alone).
+void check_sequence_fused_equals_composed(Generator& gen, std::int64_t B, std::int64_t I = 3, std::int64_t H = 4,
+                                          bool x_grad = true) {
   const std::int64_t T = 5;
   std::vector<std::int64_t> lengths{5, 1, 3, 4};  // unsorted, with a single-token row
   for (std::int64_t b = 4; b < B; ++b) lengths.push_back(1 + (b * 7) % T);
@@ -122,10 +124,12 @@ void check_sequence_fused_equals_composed(Generator& gen, std::int64_t B, std::i
                     normal({4 * H, H}, 0, 0.5, gen, dtype).requires_grad_(),
                     normal({4 * H}, 0, 0.5, gen, dtype).requires_grad_(),
                     normal({4 * H}, 0, 0.5, gen, dtype).requires_grad_()};
-      Tensor x = normal({B, T, I}, 0, 1, gen, dtype).requires_grad_();
+      Tensor x = normal({B, T, I}, 0, 1, gen, dtype);
+      if (x_grad) x.requires_grad_();
       Tensor h0 = normal({B, H}, 0, 1, gen, dtype).requires_grad_();
       Tensor c0 = normal({B, H}, 0, 1, gen, dtype).requires_grad_();
-      std::vector<Tensor> leaves{x, h0, c0, w.weight_ih, w.weight_hh, w.bias_ih, w.bias_hh};
+      std::vector<Tensor> leaves{h0, c0, w.weight_ih, w.weight_hh, w.bias_ih, w.bias_hh};
+      if (x_grad) leaves.insert(leaves.begin(), x);
       std::vector<Tensor> upstream{normal({B, T, H}, 0, 1, gen, dtype), normal({B, H}, 0, 1, gen, dtype),
                                    normal({B, H}, 0, 1, gen, dtype)};
       auto run = [&](bool fused) {
@@ -151,6 +155,7 @@ TEST_CASE("lstm_sequence: fused equals composed, both directions, with padding")
   SUBCASE("a small batch") { check_sequence_fused_equals_composed(gen, 4); }
   SUBCASE("a large batch") { check_sequence_fused_equals_composed(gen, 37); }
   SUBCASE("whole panels: I = 16, H = 36") { check_sequence_fused_equals_composed(gen, 9, 16, 36); }
+  SUBCASE("x without a gradient") { check_sequence_fused_equals_composed(gen, 9, 16, 36, false); }
 }
 
 TEST_CASE("LSTM: fused equals composed, 1 and 2 layers, both directions, with and without h0/c0") {
