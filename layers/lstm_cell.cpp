@@ -144,9 +144,9 @@ LSTMState lstm_cell(const Tensor& x, const LSTMState& state, const LSTMWeights& 
              Tensor da = empty({B, 4 * H}, x.dtype());
              Tensor dc = g.dy(1).clone();  // becomes dc_prev = dc * f
              for (std::int64_t b = 0; b < B; ++b)
-               lstm_kernels::backward_row(H, gates.data<T>() + b * 4 * H, c_prev.data<T>() + b * H,
-                                          tanh_c.data<T>() + b * H, g.dy(0).data<T>() + b * H, static_cast<const T*>(nullptr),
-                                          dc.data<T>() + b * H, da.data<T>() + b * 4 * H);
+               lstm_kernels::backward_row<T>(H, gates.data<T>() + b * 4 * H, c_prev.data<T>() + b * H,
+                                             tanh_c.data<T>() + b * H, g.dy(0).data<T>() + b * H, nullptr,
+                                             dc.data<T>() + b * H, da.data<T>() + b * 4 * H);
              const T* pda = da.data<T>();
              // forward: a = x @ W_ih^T + b_ih + h_prev @ W_hh^T + b_hh
              // dx (B, I) += da (B, 4H) @ W_ih (4H, I);  dh_prev (B, H) += da (B, 4H) @ W_hh (4H, H)

@@ -106,12 +106,13 @@ void backward_gates(std::int64_t hidden, const T* __restrict i_, const T* __rest
 template <class T>
 void forward_row(std::int64_t hidden, T* a, const T* bias, const T* c_prev, T* c, T* tanh_c, T* h, T* y) {
   const std::int64_t H = hidden;
-  if (y != nullptr)
-    forward_gates<T, true>(H, a, a + H, a + 2 * H, a + 3 * H, bias, bias + H, bias + 2 * H, bias + 3 * H, c_prev, c,
-                           tanh_c, h, y);
-  else
-    forward_gates<T, false>(H, a, a + H, a + 2 * H, a + 3 * H, bias, bias + H, bias + 2 * H, bias + 3 * H, c_prev, c,
-                            tanh_c, h, nullptr);
+  // with and without y as two loops, as in backward_row
+  const auto run = [&](auto with_y) {
+    forward_gates<T, decltype(with_y)::value>(H, a, a + H, a + 2 * H, a + 3 * H, bias, bias + H, bias + 2 * H,
+                                              bias + 3 * H, c_prev, c, tanh_c, h, y);
+  };
+  if (y != nullptr) return run(std::true_type{});
+  run(std::false_type{});
 }
 
 template <class T>

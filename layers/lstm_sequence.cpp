@@ -9,10 +9,12 @@
 //   lstm_sequence.cpp   the whole-sequence op: the same gate rows, the GEMMs batched over time
 //   lstm_kernels.cpp    the gate math of one row, forward and backward (lstm_kernels.hpp)
 //
-// Layout: every buffer is batch-major like x, (B, T, ...), so that row b*T + t
-// of each belongs to sequence b at step t. The input projection, dW_ih, dW_hh
-// and dx are then single GEMMs over all B*T rows, and the per-step GEMMs read
-// and write the B rows of step t with a row stride of T rows.
+// Layout: every saved buffer is batch-major like x, (B, T, ...), so that row
+// b*T + t of each belongs to sequence b at step t. The input projection is then
+// one GEMM over all B*T rows, and the per-step GEMMs read and write the B rows
+// of step t with a row stride of T rows. The backward (float32) keeps one
+// step's da and builds da^T step-major, column t*B + b; float64 keeps every
+// step's da, batch-major, for single GEMMs (dx, dW_ih, dW_hh) after the loop.
 #include <cstring>
 #include <type_traits>
 #include <vector>
