@@ -196,6 +196,13 @@ void gemm_packed(std::int64_t m, const float* x, std::int64_t ldx, const PackedM
   }, true);
 }
 
+void summarise_rows(std::int64_t m, const float* x, std::int64_t ldx, const float* w, std::int64_t n, std::int64_t k,
+                    std::int64_t ldw, const float* bias, std::int64_t skip, RowSummary* rows) {
+  timed(false, true, m, n, k, [&] {
+    detail::summarise_rows(m, x, ldx, w, n, k, ldw, bias, skip, rows, detail::packed_kernel());
+  }, true);
+}
+
 void set_num_threads(int n) {
   if (n < 1) fail("blas::set_num_threads: need at least one thread, got {}", n);
   openblas_set_num_threads(n);

@@ -1,6 +1,7 @@
 // The packed product: y = x @ W^T + beta * y, W packed in panels of 16 columns.
 // The kernels are in core/packed_kernel.hpp and core/packed_gemm_avx*.cpp; here
 // is what runs around them: the rows' summaries folded, and the choice of kernel.
+// Also the row summaries without y (summarise_rows, core/summary_kernel.hpp).
 #include "core/packed_gemm.hpp"
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "core/packed_kernel.hpp"
+#include "core/summary_kernel.hpp"
 
 namespace attend::blas {
 
@@ -18,6 +20,11 @@ namespace kernels {
 void run_baseline(bool xt, std::int64_t M, const float* x, std::int64_t ldx, const PackedMatrix& w, float beta,
                   float* y, std::int64_t ldy, const Lanes& epi) {
   run_kernel<V4, 2, 2, 1>(xt, M, x, ldx, w, beta, y, ldy, epi);
+}
+
+void summarise_baseline(std::int64_t N, const float* w, std::int64_t ldw, const PackedMatrix& xp, const float* bias,
+                        std::int64_t skip, ColumnLanes* lanes) {
+  run_summary<V4, 2, 1, 2>(N, w, ldw, xp, bias, skip, lanes);
 }
 
 }  // namespace kernels
@@ -57,6 +64,22 @@ RowSummary fold(const LaneSummary& lanes) {
       out.best_value = lanes.best_value[j];
       out.best = lanes.best[j];
     }
+  }
+  return out;
+}
+
+// Lane l of a panel's column lanes as its row's summary: as fold() with one lane.
+RowSummary fold_lane(const kernels::ColumnLanes& lanes, std::int64_t l) {
+  RowSummary out;
+  out.max = lanes.max[l];
+  const double sum = lanes.exp_sum[l] + static_cast<double>(lanes.partial[l]);
+  if (lanes.ref[l] > std::numeric_limits<float>::lowest())
+    out.exp_sum = sum * std::exp(static_cast<double>(lanes.ref[l]) - static_cast<double>(out.max));
+  else if (std::isnan(sum))
+    out.exp_sum = std::numeric_limits<double>::quiet_NaN();
+  if (lanes.best[l] >= 0) {
+    out.best_value = lanes.best_value[l];
+    out.best = lanes.best[l];
   }
   return out;
 }
@@ -127,6 +150,39 @@ void packed_product(std::int64_t m, const float* x, std::int64_t ldx, const Pack
 void packed_product_xt(std::int64_t m, const float* xt, std::int64_t ldxt, const PackedMatrix& w, float beta,
                        float* y, std::int64_t ldy, PackedKernel kernel, const Epilogue& epilogue) {
   run(kernel, true, m, xt, ldxt, w, beta, y, ldy, epilogue);
+}
+
+void summarise_rows(std::int64_t m, const float* x, std::int64_t ldx, const float* w, std::int64_t n, std::int64_t k,
+                    std::int64_t ldw, const float* bias, std::int64_t skip, RowSummary* rows, PackedKernel kernel) {
+  if (m < 0 || n < 0 || k < 0) fail("summarise_rows: sizes must be >= 0, got m {} n {} k {}", m, n, k);
+  if (ldx < k) fail("summarise_rows: the row stride {} of x is below its {} columns", ldx, k);
+  if (ldw < k) fail("summarise_rows: the row stride {} of W is below its {} columns", ldw, k);
+  if (n > std::numeric_limits<std::int32_t>::max())
+    fail("summarise_rows: row summaries take at most 2^31 - 1 columns, got {}", n);
+  std::fill_n(rows, m, RowSummary{});
+  if (m == 0 || n == 0) return;
+  if (!packed_kernel_runs(kernel)) fail("summarise_rows: this CPU cannot run the kernel asked for");
+  const PackedMatrix xp(x, m, k, ldx);  // x as the kernel's panels: 16 rows of y per panel
+  // The panels' lanes, in a buffer each thread keeps: no fresh pages per call.
+  thread_local std::vector<kernels::ColumnLanes> lanes;
+  const std::int64_t panels = (m + PackedMatrix::kPanel - 1) / PackedMatrix::kPanel;
+  kernels::ColumnLanes empty;
+  std::fill_n(empty.max, PackedMatrix::kPanel, -std::numeric_limits<float>::infinity());
+  std::fill_n(empty.ref, PackedMatrix::kPanel, std::numeric_limits<float>::lowest());  // as in empty_lanes()
+  std::fill_n(empty.partial, PackedMatrix::kPanel, 0.0f);
+  std::fill_n(empty.best_value, PackedMatrix::kPanel, -std::numeric_limits<float>::infinity());
+  std::fill_n(empty.best, PackedMatrix::kPanel, -1);
+  std::fill_n(empty.exp_sum, PackedMatrix::kPanel, 0.0);
+  lanes.assign(static_cast<std::size_t>(panels), empty);
+  [&] {
+#if defined(ATTEND_PACKED_WIDE)
+    if (kernel == PackedKernel::Avx512) return kernels::summarise_avx512(n, w, ldw, xp, bias, skip, lanes.data());
+    if (kernel == PackedKernel::Avx2) return kernels::summarise_avx2(n, w, ldw, xp, bias, skip, lanes.data());
+#endif
+    kernels::summarise_baseline(n, w, ldw, xp, bias, skip, lanes.data());
+  }();
+  for (std::int64_t i = 0; i < m; ++i)
+    rows[i] = fold_lane(lanes[static_cast<std::size_t>(i / PackedMatrix::kPanel)], i % PackedMatrix::kPanel);
 }
 
 }  // namespace detail

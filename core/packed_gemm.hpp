@@ -88,6 +88,20 @@ struct Epilogue {
 void gemm_packed(std::int64_t m, const float* x, std::int64_t ldx, const PackedMatrix& w, float beta, float* y,
                  std::int64_t ldy, const Epilogue& epilogue = {});
 
+// The row summaries of y = x @ W^T + bias (m, n) as gemm_packed's epilogue
+// gives them with store_y false, but from W as it is: (n, k), rows ldw apart,
+// not packed. The product runs turned around, y^T = W @ x^T, with x packed
+// instead (it has few rows: W at M decoding has 8 MB, and packing it once per
+// search took ~2% of greedy decoding), and each lane of an accumulator is one
+// row of y, so that a row's summary is kept lane-wise (core/summary_kernel.hpp:
+// M greedy decoding's projection ~8% faster than gemm_packed's epilogue in
+// runs alternating in one process). rows (m); bias (n) or null; `skip` as in
+// Epilogue. The logits are bit for bit those of gemm_packed; the sums are added
+// in another order. Counted by gemm_stats() as gemm_packed is. Error when
+// ldx < k, ldw < k or n > 2^31 - 1.
+void summarise_rows(std::int64_t m, const float* x, std::int64_t ldx, const float* w, std::int64_t n, std::int64_t k,
+                    std::int64_t ldw, const float* bias, std::int64_t skip, RowSummary* rows);
+
 namespace detail {
 // The kernels, one per instruction set; gemm_packed runs the widest this CPU has.
 enum class PackedKernel { Avx512, Avx2, Baseline };
@@ -101,6 +115,10 @@ void packed_product(std::int64_t m, const float* x, std::int64_t ldx, const Pack
 // The same with x given as its transpose: xt (K, m), rows ldxt apart (ldxt >= m).
 void packed_product_xt(std::int64_t m, const float* xt, std::int64_t ldxt, const PackedMatrix& w, float beta,
                        float* y, std::int64_t ldy, PackedKernel kernel, const Epilogue& epilogue = {});
+
+// summarise_rows, untimed, with the kernel given (tests run each one).
+void summarise_rows(std::int64_t m, const float* x, std::int64_t ldx, const float* w, std::int64_t n, std::int64_t k,
+                    std::int64_t ldw, const float* bias, std::int64_t skip, RowSummary* rows, PackedKernel kernel);
 
 // C (m, n) = op(A) @ op(B) + beta * C, as blas::gemm with alpha 1 (blas.hpp), on
 // the packed kernel: op(B) is packed afresh (as W = op(B)^T). When trans_a, A is

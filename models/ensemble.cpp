@@ -136,17 +136,20 @@ DecoderEnsemble::DecoderEnsemble(std::span<Seq2Seq* const> models, const Batch& 
     if (R > 1) expand_rows(*model, enc, expand);
     Seq2Seq::State state = model->initial_state(enc);
     const Tensor& W = model->project.weight;  // (V, H)
-    blas::PackedMatrix packed;
-    Tensor project_t;
-    if (W.dtype() == Float32) {
-      packed = blas::PackedMatrix(W.data<float>(), W.size(0), W.size(1), W.size(1));
-      packed.set_streamed(true);  // the decoder's other weights pass through L2 between steps
-    } else {
-      project_t = transpose(W.detach(), 0, 1);  // a copy: tensors are contiguous
-    }
-    members_.push_back({model, std::move(enc), std::move(state), std::move(packed), std::move(project_t)});
+    Tensor project_t;  // float32: W is packed at the first step that stores logits (packed_projection)
+    if (W.dtype() != Float32) project_t = transpose(W.detach(), 0, 1);  // a copy: tensors are contiguous
+    members_.push_back({model, std::move(enc), std::move(state), blas::PackedMatrix(), std::move(project_t)});
     if (model->config().attention != AttentionKind::None) ++attending_;
   }
+}
+
+const blas::PackedMatrix& DecoderEnsemble::packed_projection(Member& m) {
+  const Tensor& W = m.model->project.weight;  // (V, H)
+  if (m.project_packed.empty() && W.dtype() == Float32 && W.size(0) > 0) {
+    m.project_packed = blas::PackedMatrix(W.data<float>(), W.size(0), W.size(1), W.size(1));
+    m.project_packed.set_streamed(true);  // the decoder's other weights pass through L2 between steps
+  }
+  return m.project_packed;
 }
 
 DecoderEnsemble::Output& DecoderEnsemble::step(const std::vector<std::int64_t>& previous, const std::vector<bool>& wanted,
@@ -170,16 +173,24 @@ DecoderEnsemble::Output& DecoderEnsemble::step(const std::vector<std::int64_t>& 
     Member& m = members_[i];
     Seq2Seq::Step step = m.model->step(m.enc, Indices(previous), m.state);
     m.state = step.state;
-    const bool summarised = one && !m.project_packed.empty();
+    const bool summarised = one && !m.project_t.defined();  // one float32 model
     const auto project = [&](bool store) {  // (N, V)
-      return project_rows(step.attentional, m.project_packed, m.project_t, m.model->project.bias,
+      return project_rows(step.attentional, packed_projection(m), m.project_t, m.model->project.bias,
                           summarised ? summaries_.data() : nullptr, skip, store);
     };
     bool stored = !summarised || keep_logits;
-    Tensor logits = project(stored);
-    if (!stored && !summaries_usable(summaries_, wanted)) {  // a row's passes need the logits
+    Tensor logits;
+    if (stored) {
       logits = project(true);
-      stored = true;
+    } else {  // the summaries alone, from W as it is (blas::summarise_rows): greedy decoding packs no W
+      const Tensor& W = m.model->project.weight, &bias = m.model->project.bias;
+      const std::int64_t H = W.size(1);
+      blas::summarise_rows(N, step.attentional.data<float>(), H, W.data<float>(), V, H, H,
+                           bias.defined() ? bias.data<float>() : nullptr, skip, summaries_.data());
+      if (!summaries_usable(summaries_, wanted)) {  // a row's passes need the logits
+        logits = project(true);
+        stored = true;
+      }
     }
     const bool add = i > 0;
     for (std::int64_t r = 0; r < N; ++r) {
@@ -204,6 +215,7 @@ DecoderEnsemble::Output& DecoderEnsemble::step(const std::vector<std::int64_t>& 
         }
       });
     }
+    out.one_model = one;
     if (one) {
       out.logits = logits;
       out.logits_stored = stored;
@@ -226,7 +238,7 @@ DecoderEnsemble::Output& DecoderEnsemble::step(const std::vector<std::int64_t>& 
 }
 
 double DecoderEnsemble::Output::log_prob(std::int64_t row, std::int64_t token) const {
-  if (!logits.defined()) return log_probs[static_cast<std::size_t>(row * vocab + token)];
+  if (!one_model) return log_probs[static_cast<std::size_t>(row * vocab + token)];
   if (!logits_stored) {
     if (token != best[static_cast<std::size_t>(row)])
       fail("decode: this step stored no logits (keep_logits false): row {} knows only its best token's "
@@ -240,7 +252,7 @@ double DecoderEnsemble::Output::log_prob(std::int64_t row, std::int64_t token) c
 }
 
 void DecoderEnsemble::Output::exclude(std::int64_t row, std::int64_t token) {
-  if (!logits.defined()) {
+  if (!one_model) {
     log_probs[static_cast<std::size_t>(row * vocab + token)] = -std::numeric_limits<double>::infinity();
     return;
   }
@@ -262,7 +274,7 @@ void DecoderEnsemble::Output::exclude(std::int64_t row, std::int64_t token) {
 }
 
 std::int64_t DecoderEnsemble::Output::best_token(std::int64_t row) const {
-  if (!logits.defined()) return attend::best_token(log_probs.data() + row * vocab, vocab);
+  if (!one_model) return attend::best_token(log_probs.data() + row * vocab, vocab);
   if (best[static_cast<std::size_t>(row)] >= 0) return best[static_cast<std::size_t>(row)];
   if (!logits_stored) fail("decode: this step stored no logits (keep_logits false), and row {} has no best token", row);
   return dispatch(logits.dtype(), [&](auto zero) {
@@ -275,7 +287,7 @@ std::int64_t DecoderEnsemble::Output::best_token(std::int64_t row) const {
 
 void DecoderEnsemble::Output::best_tokens(std::int64_t row, std::int64_t keep, std::vector<std::int64_t>& top,
                                           std::vector<double>& scratch) const {
-  if (!logits.defined()) return attend::best_tokens(log_probs.data() + row * vocab, vocab, keep, top, scratch);
+  if (!one_model) return attend::best_tokens(log_probs.data() + row * vocab, vocab, keep, top, scratch);
   if (!logits_stored) fail("decode: this step stored no logits (keep_logits false): no best tokens but the best one");
   dispatch(logits.dtype(), [&](auto zero) {
     using T = decltype(zero);

@@ -31,7 +31,8 @@ class DecoderEnsemble {
   // was 20 MB written and read again at every step. An ensemble's are the mean
   // of its models' log p, formed in log_probs. Rows not asked for hold nothing.
   struct Output {
-    Tensor logits;                  // one model: (N, V), the model's dtype; unset where logits_stored is false
+    bool one_model = false;         // true: the fields marked "one model" hold the output; false: log_probs
+    Tensor logits;                  // one model: (N, V), the model's dtype; undefined where logits_stored is false
     std::vector<double> log_norm;   // one model: (N), m + log sum_v e^(z_v - m)
     std::vector<double> row_max;    // one model: (N), m = max_v z_v (NaN passed over), or NaN once unknown
     std::vector<std::int64_t> best;  // one model: (N), the best token but the step's `skip`, or -1 when unknown
@@ -77,9 +78,10 @@ class DecoderEnsemble {
     Seq2Seq::Encoded enc;
     Seq2Seq::State state;
     // The output projection's weight, made once for every step (project_rows):
-    blas::PackedMatrix project_packed;  // float32 models: W (V, H) packed
+    blas::PackedMatrix project_packed;  // float32 models: W (V, H) packed, at the first step that stores logits
     Tensor project_t;                   // float64 models: W^T (H, V)
   };
+  const blas::PackedMatrix& packed_projection(Member& m);  // m.project_packed, packed first if need be
   std::vector<Member> members_;
   Output out_;
   std::vector<blas::RowSummary> summaries_;  // (N), one float32 model's, from the output projection's kernel

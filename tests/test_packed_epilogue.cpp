@@ -4,7 +4,8 @@
 // pass over each row for its maximum, the sum of e^(z - max) in double, and the
 // first best column but `skip`. Edges: rows and columns that fill no block or
 // panel, ties within a lane and across lanes, skip on the best column, NaN,
-// rows of -inf, and empty products.
+// rows of -inf, and empty products. The same for blas::summarise_rows, the
+// summaries from W unpacked (core/summary_kernel.hpp), wherever beta is 0.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -124,6 +125,15 @@ void check_epilogue(std::int64_t M, std::int64_t N, std::int64_t K, float beta, 
         CHECK(a.best_value == r.best_value);
         CHECK((a.max == r.max || (std::isnan(a.max) && std::isnan(r.max))));
         CHECK((a.exp_sum == r.exp_sum || (std::isnan(a.exp_sum) && std::isnan(r.exp_sum))));
+      }
+      if (matrix != &packed) continue;
+      // The same summaries turned around (summarise_rows, W as it is): the logits
+      // are the kernel's bit for bit, so the oracle's pass over them is exact.
+      std::vector<blas::RowSummary> turned(static_cast<std::size_t>(M));
+      blas::detail::summarise_rows(M, x.data(), K, w.data(), N, K, K, bias.data(), skip, turned.data(), kernel);
+      for (std::int64_t i = 0; i < M; ++i) {
+        CAPTURE(i);
+        check_summary(turned[static_cast<std::size_t>(i)], summary_of(got.data() + i * ldy, N, skip));
       }
     }
 }
@@ -273,4 +283,57 @@ TEST_CASE("packed epilogue: the summaries alone need summaries and beta 0") {
   CHECK(rows[0].max == 2.0f);  // 4 * 0.5 * 1
   CHECK(rows[0].best == 0);
   CHECK(rows[2].exp_sum == doctest::Approx(32.0));
+}
+
+TEST_CASE("summarise_rows: x in groups of panels and panels left over, strided x and W, against the packed product's logits") {
+  Generator gen(13);
+  for (const std::int64_t M : {31, 33, 48, 64, 70, 81})  // 2 to 6 panels of x: grouped by 4 (AVX-512) and left over
+    for (const std::int64_t N : {1, 5, 8, 9, 100, 301})  // blocks of 2 to 8 columns, and the last one short
+      for (const std::int64_t skip : {std::int64_t{-1}, N - 1}) {
+        CAPTURE(M);
+        CAPTURE(N);
+        CAPTURE(skip);
+        const std::int64_t K = 11, ldx = K + 3, ldw = K + 5;
+        const std::vector<float> x = random_values(static_cast<std::size_t>(M * ldx), gen);
+        const std::vector<float> w = random_values(static_cast<std::size_t>(N * ldw), gen);
+        std::vector<float> bias = random_values(static_cast<std::size_t>(N), gen);
+        bias[static_cast<std::size_t>(N / 2)] += 60.0f;  // the reference moves in mid-row
+        std::vector<float> y(static_cast<std::size_t>(M * N));
+        const blas::PackedMatrix packed(w.data(), N, K, ldw);
+        for (PackedKernel kernel : kernels_here()) {
+          CAPTURE(static_cast<int>(kernel));
+          blas::detail::packed_product(M, x.data(), ldx, packed, 0.0f, y.data(), N, kernel, {bias.data(), nullptr, -1});
+          std::vector<blas::RowSummary> rows(static_cast<std::size_t>(M));
+          blas::detail::summarise_rows(M, x.data(), ldx, w.data(), N, K, ldw, bias.data(), skip, rows.data(), kernel);
+          for (std::int64_t i = 0; i < M; ++i) {
+            CAPTURE(i);
+            check_summary(rows[static_cast<std::size_t>(i)], summary_of(y.data() + i * N, N, skip));
+          }
+        }
+      }
+}
+
+TEST_CASE("summarise_rows: hand-computed values, empty products and bad strides") {
+  // As the epilogue's hand-computed case: x @ W^T + bias = [3, 3, 3].
+  const std::vector<float> w = {1, 0, 0, 1, 1, 1}, x = {1, 2}, bias = {2, 1, 0};
+  blas::RowSummary row;
+  blas::summarise_rows(1, x.data(), 2, w.data(), 3, 2, 2, bias.data(), -1, &row);
+  CHECK(row.max == 3);
+  CHECK(row.exp_sum == doctest::Approx(3.0).epsilon(1e-6));
+  CHECK(row.best == 0);
+  blas::summarise_rows(1, x.data(), 2, w.data(), 3, 2, 2, nullptr, -1, &row);  // [1, 2, 3]
+  CHECK(row.best == 2);
+  CHECK(row.best_value == 3);
+  CHECK(row.exp_sum == doctest::Approx(std::exp(-2.0) + std::exp(-1.0) + 1.0).epsilon(1e-6));
+  std::vector<blas::RowSummary> rows(2);
+  rows[0].best = 7;
+  blas::summarise_rows(2, x.data(), 2, w.data(), 0, 2, 2, nullptr, -1, rows.data());  // no columns
+  CHECK(rows[0].best == -1);
+  CHECK(rows[0].max == -kInf);
+  CHECK(rows[0].exp_sum == 0);
+  CHECK_THROWS_WITH_AS(blas::summarise_rows(1, x.data(), 1, w.data(), 3, 2, 2, nullptr, -1, &row),
+                       doctest::Contains("row stride 1 of x"), Error);
+  CHECK_THROWS_WITH_AS(blas::summarise_rows(1, x.data(), 2, w.data(), 3, 2, 1, nullptr, -1, &row),
+                       doctest::Contains("row stride 1 of W"), Error);
+  CHECK_THROWS_AS(blas::summarise_rows(-1, x.data(), 2, w.data(), 3, 2, 2, nullptr, -1, &row), Error);
 }
