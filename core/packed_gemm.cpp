@@ -159,6 +159,7 @@ void summarise_rows(std::int64_t m, const float* x, std::int64_t ldx, const floa
   if (ldw < k) fail("summarise_rows: the row stride {} of W is below its {} columns", ldw, k);
   if (n > std::numeric_limits<std::int32_t>::max())
     fail("summarise_rows: row summaries take at most 2^31 - 1 columns, got {}", n);
+  if (m > 0 && rows == nullptr) fail("summarise_rows: no summaries to write {} rows into", m);
   std::fill_n(rows, m, RowSummary{});
   if (m == 0 || n == 0) return;
   if (!packed_kernel_runs(kernel)) fail("summarise_rows: this CPU cannot run the kernel asked for");

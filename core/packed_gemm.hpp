@@ -99,7 +99,7 @@ void gemm_packed(std::int64_t m, const float* x, std::int64_t ldx, const PackedM
 // cache, level with W from memory; and no 8 MB copy of W. rows (m); bias (n)
 // or null; `skip` as in Epilogue. The logits are bit for bit those of
 // gemm_packed; the sums are added in another order. Counted by gemm_stats() as
-// gemm_packed is. Error when ldx < k, ldw < k or n > 2^31 - 1.
+// gemm_packed is. Error when ldx < k, ldw < k, n > 2^31 - 1 or rows is null.
 void summarise_rows(std::int64_t m, const float* x, std::int64_t ldx, const float* w, std::int64_t n, std::int64_t k,
                     std::int64_t ldw, const float* bias, std::int64_t skip, RowSummary* rows);
 

@@ -14,8 +14,7 @@ __attribute__((target("arch=x86-64-v4"))) void run_avx512(bool xt, std::int64_t 
 
 // 4 columns x 4 panels: 16 accumulators, fed by 4 loads of x and 4 broadcasts
 // of W per k (8 columns x 2 panels: ~4% slower at M decoding's sizes, W in
-// cache, alternating in one process); a panel left
-// over: 8 columns.
+// cache, alternating in one process); a panel left over: 8 columns.
 __attribute__((target("arch=x86-64-v4"))) void summarise_avx512(std::int64_t N, const float* w, std::int64_t ldw,
                                                                  const PackedMatrix& xp, const float* bias,
                                                                  std::int64_t skip, ColumnLanes* lanes) {

@@ -69,9 +69,10 @@ template <class V, int R, int P>
   const float* panel[P];
   for (int p = 0; p < P; ++p) panel[p] = xp.panel(p0 + p);
   // W's rows of the next block into L2 while this one works, a cache line per
-  // k from the first (W comes from L3 or memory at every step of decoding)
-  const char* next = reinterpret_cast<const char*>(w + R * ldw);
-  const std::int64_t next_lines = prefetch ? R * ldw * static_cast<std::int64_t>(sizeof(float)) / 64 : 0;
+  // k from the first (W comes from L3 or memory at every step of decoding); the
+  // caller asks only where that block is whole, so every line is within W
+  const char* next = prefetch ? reinterpret_cast<const char*>(w + R * ldw) : nullptr;
+  const std::int64_t next_lines = prefetch ? ((R - 1) * ldw + K) * static_cast<std::int64_t>(sizeof(float)) / 64 : 0;
 #pragma GCC unroll 4
   for (std::int64_t k = 0; k < K; ++k) {
     for (std::int64_t line = k; line < next_lines; line += K) __builtin_prefetch(next + line * 64, 0, 2);

@@ -336,4 +336,6 @@ TEST_CASE("summarise_rows: hand-computed values, empty products and bad strides"
   CHECK_THROWS_WITH_AS(blas::summarise_rows(1, x.data(), 2, w.data(), 3, 2, 1, nullptr, -1, &row),
                        doctest::Contains("row stride 1 of W"), Error);
   CHECK_THROWS_AS(blas::summarise_rows(-1, x.data(), 2, w.data(), 3, 2, 2, nullptr, -1, &row), Error);
+  CHECK_THROWS_WITH_AS(blas::summarise_rows(1, x.data(), 2, w.data(), 3, 2, 2, nullptr, -1, nullptr),
+                       doctest::Contains("no summaries"), Error);
 }
