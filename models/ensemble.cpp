@@ -169,6 +169,7 @@ DecoderEnsemble::Output& DecoderEnsemble::step(const std::vector<std::int64_t>& 
     out.log_probs.resize(static_cast<std::size_t>(N * V));
   }
   if (attending_ > 0) out.weights.assign(static_cast<std::size_t>(N * S), 0.0);
+  out.one_model = one;
   for (std::size_t i = 0; i < members_.size(); ++i) {
     Member& m = members_[i];
     Seq2Seq::Step step = m.model->step(m.enc, Indices(previous), m.state);
@@ -215,7 +216,6 @@ DecoderEnsemble::Output& DecoderEnsemble::step(const std::vector<std::int64_t>& 
         }
       });
     }
-    out.one_model = one;
     if (one) {
       out.logits = logits;
       out.logits_stored = stored;
