@@ -15,12 +15,24 @@
 namespace attend {
 
 // Rows of src are lds apart, rows of dst ldd apart.
+// Each tile prefetches, for writing, its rows' lines of the tile kAhead tiles
+// further along: where dst is not in cache, the stores otherwise missed one
+// after another. The LSTM layer's backward puts each step's da (B, 4H) into
+// columns of da^T (4H, T*B), 7.8 MB at B = 64, T = 30, H = 256: its 4 lines in
+// each of 1,024 rows took ~19 ns a line, the transposes about a tenth of the
+// backward. With the prefetches the backward ran 2-4% faster (its time against
+// oneDNN's in one process: 5 runs each way, alternating with the build before).
 template <class T, bool kAccumulate>
 void transpose_tiles(const T* src, std::int64_t lds, T* dst, std::int64_t ldd, std::int64_t a, std::int64_t b) {
-  constexpr std::int64_t kTile = 16;
+  constexpr std::int64_t kTile = 16, kAhead = 8;
   for (std::int64_t i0 = 0; i0 < a; i0 += kTile)
     for (std::int64_t j0 = 0; j0 < b; j0 += kTile) {
       const std::int64_t i1 = std::min(i0 + kTile, a), j1 = std::min(j0 + kTile, b);
+      // a row's part of a tile is at most 16 values: one line, or two where it straddles
+      for (std::int64_t j = j0 + kAhead * kTile; j < std::min(j0 + (kAhead + 1) * kTile, b); ++j) {
+        __builtin_prefetch(dst + j * ldd + i0, 1, 3);
+        __builtin_prefetch(dst + j * ldd + (i1 - 1), 1, 3);
+      }
       std::int64_t i4 = i0, j4 = j0;  // where the 4 x 4 blocks end
 #if defined(__SSE2__)
       if constexpr (std::is_same_v<T, float> && !kAccumulate) {
