@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "core/packed_gemm.hpp"
+#include "core/prefetch.hpp"
 #include "core/transpose.hpp"
 
 namespace attend::blas {
@@ -26,9 +27,7 @@ PackedMatrix::PackedMatrix(const float* w, std::int64_t n, std::int64_t k, std::
   // (the LSTM layer's forward packs its 1 MB W_hh out of cache at every call:
   // 180-290 us, with the prefetches 120-170 us, timed inside the layer).
   for (std::int64_t p = 0; p * kPanel < n; ++p) {
-    for (std::int64_t r = (p + 1) * kPanel; r < std::min((p + 2) * kPanel, n); ++r)
-      for (std::int64_t c = 0; c < k; c += 64 / static_cast<std::int64_t>(sizeof(float)))
-        __builtin_prefetch(w + r * ldw + c, 0, 3);
+    for (std::int64_t r = (p + 1) * kPanel; r < std::min((p + 2) * kPanel, n); ++r) prefetch_run(w + r * ldw, k);
     transpose_tiles<float, false>(w + p * kPanel * ldw, ldw, data_.data<float>() + p * k * kPanel, kPanel,
                                   std::min(kPanel, n - p * kPanel), k);
   }
