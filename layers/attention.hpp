@@ -50,9 +50,11 @@ struct AttentionKeys {
   Tensor keys;    // (B, S, d): projected keys W_k h_j / W_K h_j / W h_j; for plain dot, h itself
   Tensor values;  // (B, S, Hk): the encoder states h_j
   Tensor mask;    // (B, S): 1 real, 0 padding, in the dtype of the values (never requires grad)
-  // The query projection (W_q and b, or W_Q) packed for the steps when
-  // precompute() ran in no-grad mode on float32 (decoding); else empty, and
-  // step() runs linear(). Steps that record always run linear().
+  // The query projection (W_q and b, or W_Q) prepared for the steps
+  // (PackedLinear::for_steps): packed for float32 (decoding), and when
+  // precompute() recorded, with its weight gradient gathered over every step.
+  // Empty for float64 decoding: step() then runs linear(), as it does when
+  // precompute() ran without recording and the step records.
   PackedLinear query;
 };
 

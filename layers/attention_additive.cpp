@@ -170,14 +170,13 @@ AdditiveAttention::AdditiveAttention(std::int64_t query_size, std::int64_t key_s
 AttentionKeys AdditiveAttention::precompute(const Tensor& encoder_states, const Tensor& mask) const {
   const char* op = "AdditiveAttention.precompute";
   Tensor m = detail::check_encoder_side(op, encoder_states, mask, key_size_, W_k);
-  return {linear(encoder_states, W_k), encoder_states, m, PackedLinear::for_decoding(W_q, b)};
+  return {linear(encoder_states, W_k), encoder_states, m, PackedLinear::for_steps(W_q, b)};
 }
 
 // q = W_q s + b (one small GEMM), then the fused op.
 AttentionOutput AdditiveAttention::step(const Tensor& query, const AttentionKeys& keys) const {
   detail::check_query_side("AdditiveAttention.step", query, keys, query_size_);
-  const bool packed = !keys.query.empty() && !GradMode::enabled();
-  return additive_attention_step(packed ? keys.query.forward(query) : linear(query, W_q, b), keys.keys, keys.values,
+  return additive_attention_step(keys.query.usable() ? keys.query.forward(query) : linear(query, W_q, b), keys.keys, keys.values,
                                  v, keys.mask);
 }
 

@@ -141,7 +141,7 @@ AttentionKeys DotProductAttention::precompute(const Tensor& encoder_states, cons
   Tensor m = detail::check_encoder_side(op, encoder_states, mask, key_size_, weight);
   Tensor keys = weight.defined() ? linear(encoder_states, weight) : encoder_states;
   const bool projected = options_.score == DotScore::Projected;
-  return {keys, encoder_states, m, projected ? PackedLinear::for_decoding(W_Q, Tensor()) : PackedLinear()};
+  return {keys, encoder_states, m, projected ? PackedLinear::for_steps(W_Q, Tensor()) : PackedLinear()};
 }
 
 // q = W_Q s (one small GEMM) for projected scores, else s itself; then the fused op.
@@ -149,7 +149,7 @@ AttentionOutput DotProductAttention::step(const Tensor& query, const AttentionKe
   detail::check_query_side("DotProductAttention.step", query, keys, query_size_);
   Tensor q = query;
   if (options_.score == DotScore::Projected)
-    q = !keys.query.empty() && !GradMode::enabled() ? keys.query.forward(query) : linear(query, W_Q);
+    q = keys.query.usable() ? keys.query.forward(query) : linear(query, W_Q);
   return dot_attention_step(q, keys.keys, keys.values, keys.mask, scale());
 }
 

@@ -7,6 +7,7 @@
 
 #include "autograd/grad_mode.hpp"
 #include "autograd/ops.hpp"
+#include "core/blas.hpp"
 
 namespace attend::nn {
 
@@ -28,7 +29,9 @@ Tensor Linear::forward(const Tensor& x) const {
   return linear(x, weight, bias);
 }
 
-PackedLinear PackedLinear::pack(const Tensor& weight, const Tensor& bias) {
+PackedLinear PackedLinear::pack(const Tensor& weight, const Tensor& bias) { return pack_with(weight, bias, true); }
+
+PackedLinear PackedLinear::pack_with(const Tensor& weight, const Tensor& bias, bool streamed) {
   if (!weight.defined() || weight.dtype() != Float32 || weight.dim() != 2)
     fail("PackedLinear: the weight must be a float32 matrix (out, in), got {}",
          weight.defined() ? fmt::format("{} {}", weight.dtype(), weight.shape()) : std::string("none"));
@@ -38,28 +41,137 @@ PackedLinear PackedLinear::pack(const Tensor& weight, const Tensor& bias) {
   PackedLinear out;
   auto packed = std::make_shared<blas::PackedMatrix>(weight.data<float>(), weight.size(0), weight.size(1),
                                                      weight.size(1));
-  packed->set_streamed(true);  // decoding's steps pass more than L2 holds between two products
+  packed->set_streamed(streamed);  // decoding's steps pass more than L2 holds between two products
   out.weight_ = std::move(packed);
   if (bias.defined()) out.bias_ = bias.detach().clone();
   return out;
 }
 
-PackedLinear PackedLinear::for_decoding(const Tensor& weight, const Tensor& bias) {
-  if (GradMode::enabled() || !weight.defined() || weight.dtype() != Float32) return {};
-  return pack(weight, bias);
+PackedLinear PackedLinear::for_steps(const Tensor& weight, const Tensor& bias, bool defer_weight_grad) {
+  if (!weight.defined()) return {};
+  const bool recording = GradMode::enabled();
+  PackedLinear out;
+  if (weight.dtype() == Float32) {
+    // Not streamed when recording, as LSTMCell::step_weights's packs: a training
+    // step's products by W find it in L2.
+    out = pack_with(weight, bias, !recording);
+    if (recording)  // W^T for the backward's dx
+      out.weight_t_ = std::make_shared<const blas::PackedMatrix>(
+          blas::PackedMatrix::from_transposed(weight.data<float>(), weight.size(1), weight.size(0), weight.size(1)));
+  } else {
+    if (weight.dim() != 2) fail("PackedLinear: the weight must be a matrix (out, in), got {}", weight.shape());
+    if (bias.defined() && (bias.dtype() != weight.dtype() || !(bias.shape() == Shape{weight.size(0)})))
+      fail("PackedLinear: the bias must be {} ({}) for weight {}, got {} {}", weight.dtype(), weight.size(0),
+           weight.shape(), bias.dtype(), bias.shape());
+    out.weight_values_ = weight.detach();
+    if (bias.defined()) out.bias_ = bias.detach().clone();
+  }
+  if (!recording) return out;
+  out.weight_in_ = weight;
+  out.bias_in_ = bias;
+  if (defer_weight_grad && weight.requires_grad()) {
+    out.deferred_ = std::make_shared<DeferredLinearGrads>();
+    out.weight_in_ = defer_linear_weight_grad(weight, out.deferred_);
+  }
+  return out;
 }
 
+bool PackedLinear::usable() const { return !empty() && (recorded() || !GradMode::enabled()); }
+
+// forward: y = x @ W^T + b
+//   dx (rows, in) += dy (rows, out) @ W (out, in)      float32: by W^T packed once
+//   dW (out, in)  += dy^T (out, rows) @ x (rows, in)   deferred to linear_weight_grads
+//   db (out)      += sum over rows of dy
 Tensor PackedLinear::forward(const Tensor& x) const {
   if (empty()) fail("PackedLinear.forward: nothing packed");
-  if (GradMode::enabled() && x.requires_grad())
+  const bool recording = recorded();
+  if (!recording && GradMode::enabled() && x.requires_grad())
     fail("PackedLinear.forward: x requires grad, and no gradient flows through a packed weight (use linear())");
-  const std::int64_t in = weight_->k(), out = weight_->n();
-  if (x.dtype() != Float32 || x.dim() != 2 || x.size(1) != in)
-    fail("PackedLinear.forward: x must be float32 (rows, {}), got {} {}", in, x.dtype(), x.shape());
-  Tensor y = attend::empty({x.size(0), out}, Float32);
-  blas::gemm_packed(x.size(0), x.data<float>(), in, *weight_, 0.0f, y.data<float>(), out,
-                    {bias_.defined() ? bias_.data<float>() : nullptr});
+  const DType dt = weight_ ? Float32 : Float64;
+  const std::int64_t out = weight_ ? weight_->n() : weight_values_.size(0);
+  const std::int64_t in = weight_ ? weight_->k() : weight_values_.size(1);
+  if (x.dtype() != dt || x.dim() != 2 || x.size(1) != in)
+    fail("PackedLinear.forward: x must be {} (rows, {}), got {} {}", dt, in, x.dtype(), x.shape());
+  const std::int64_t rows = x.size(0);
+  Tensor y = attend::empty({rows, out}, dt);
+  if (dt == Float32) {
+    blas::gemm_packed(rows, x.data<float>(), in, *weight_, 0.0f, y.data<float>(), out,
+                      {bias_.defined() ? bias_.data<float>() : nullptr});
+  } else {
+    double* py = y.data<double>();
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t o = 0; o < out; ++o) py[r * out + o] = bias_.defined() ? bias_.data<double>()[o] : 0.0;
+    blas::gemm(false, true, rows, out, in, 1.0, x.data<double>(), in, weight_values_.data<double>(), in, 1.0, py,
+               out);
+  }
+  if (!recording) return y;
+  const bool has_bias = bias_in_.defined();
+  auto backward = [x = x.detach(), w = weight_values_, w_t = weight_t_, deferred = deferred_, rows, in, out,
+                   has_bias](Grads& g) {
+    const Tensor& dy = g.dy();  // (rows, out)
+    if (g.needs(0)) {           // dx (rows, in) += dy (rows, out) @ W (out, in)
+      if (w_t)
+        blas::gemm_packed(rows, dy.data<float>(), out, *w_t, 1.0f, g.dx(0).data<float>(), in);
+      else
+        blas::gemm(false, false, rows, in, out, 1.0, dy.data<double>(), out, w.data<double>(), in, 1.0,
+                   g.dx(0).data<double>(), in);
+    }
+    if (g.needs(1) && deferred) {
+      // dW: this step's rows, multiplied out with every other step's by
+      // linear_weight_grads. g.dx touches W's slot, so that the engine runs that
+      // op's backward (only ops with a gradient run).
+      deferred->dy.push_back(dy);
+      deferred->x.push_back(x);
+      g.dx(1);
+    } else if (g.needs(1)) {  // dW (out, in) += dy^T (out, rows) @ x (rows, in), this step's alone
+      dispatch(dy.dtype(), [&](auto zero) {
+        using T = decltype(zero);
+        blas::gemm(true, false, out, in, rows, T(1), dy.data<T>(), out, x.data<T>(), in, T(1), g.dx(1).data<T>(), in);
+      });
+    }
+    if (has_bias && g.needs(2)) {  // db (out) += sum over rows of dy
+      dispatch(dy.dtype(), [&](auto zero) {
+        using T = decltype(zero);
+        T* db = g.dx(2).data<T>();
+        const T* pdy = dy.data<T>();
+        for (std::int64_t r = 0; r < rows; ++r)
+          for (std::int64_t o = 0; o < out; ++o) db[o] += pdy[r * out + o];
+      });
+    }
+  };
+  const Recorded node = has_bias ? record("packed_linear", {x, weight_in_, bias_in_}, {&y}, std::move(backward))
+                                 : record("packed_linear", {x, weight_in_}, {&y}, std::move(backward));
+  node.replay({"x", "weight", "bias"}, [](const Tensors& in) {  // one step, its dW not deferred
+    return Tensors{for_steps(in[1], in.size() > 2 ? in[2] : Tensor(), false).forward(in[0])};
+  });
   return y;
+}
+
+// forward: W' = W        dW += dW' (the slot the steps touched: zeros)
+//   dW (out, in) += DY^T (out, N) @ X (N, in), over the N rows of every step whose backward ran
+Tensor defer_linear_weight_grad(const Tensor& weight, const std::shared_ptr<DeferredLinearGrads>& deferred) {
+  Tensor w = weight.detach();
+  deferred->weight = weight;
+  record("linear_weight_grads", {weight}, {&w},
+         [d = deferred](Grads& g) {  // shared: the steps and their PackedLinear may be gone by now
+           if (!g.needs(0)) return;
+           Tensor& dW = g.dx(0);
+           dW.add_(g.dy(0));
+           if (d->dy.empty()) return;
+           NoGradGuard no_grad;
+           const Tensor dy = concat(d->dy, 0), x = concat(d->x, 0);  // N rows each
+           d->dy.clear();  // a second backward (retain_graph) gathers its own
+           d->x.clear();
+           const std::int64_t N = dy.size(0), out = dy.size(1), in = x.size(1);
+           dispatch(dy.dtype(), [&](auto zero) {
+             using T = decltype(zero);
+             blas::gemm(true, false, out, in, N, T(1), dy.data<T>(), out, x.data<T>(), in, T(1), dW.data<T>(), in);
+           });
+         })
+      .replay({"weight"}, [](const Tensors& in) {
+        return Tensors{defer_linear_weight_grad(in[0], std::make_shared<DeferredLinearGrads>())};
+      });
+  return w;
 }
 
 }  // namespace attend::nn

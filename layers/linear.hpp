@@ -9,6 +9,7 @@
 // [-1/sqrt(in), 1/sqrt(in)] (what kaiming_uniform_(a=sqrt(5)) reduces to).
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "core/packed_gemm.hpp"
 #include "core/random.hpp"
@@ -36,28 +37,65 @@ class Linear : public Module {
   std::int64_t in_, out_;
 };
 
-// y = x @ W^T + b by a weight packed once (blas::PackedMatrix), outside the
-// graph: for the products decoding repeats at every output step with the same
-// weight (the attention's query projection, the combine layer W_c), which
-// blas::gemm would pack afresh at every call. The bias is added by the
-// kernel's epilogue. linear() is the oracle (tests/test_linear.cpp).
+// y = x @ W^T + b by a weight packed once (blas::PackedMatrix): for the
+// products the decoder repeats at every output step with the same weight (the
+// attention's query projection, the combine layer W_c), which blas::gemm would
+// pack afresh at every call. The bias is added by the kernel's epilogue.
+// linear() is the oracle (tests/test_linear.cpp).
+//
+// Training (for_steps while recording) records each step as the op
+// "packed_linear" and does once per batch what linear()'s backward does at every
+// step: W^T is packed once for dx = dy @ W, and dW is deferred. At B = 16 rows a
+// step, dW (out, in) += dy^T (out, 16) @ x (16, in) spends its time reading and
+// writing dW, not multiplying; so each step leaves its dy and x in
+// DeferredLinearGrads, and the op "linear_weight_grads", through which every step
+// sees W, multiplies all their rows at once after the last step's backward (as
+// LSTMCell::step_weights does for the cell's weights).
+struct DeferredLinearGrads {
+  Tensor weight;              // the parameter itself
+  std::vector<Tensor> dy, x;  // per step: (B, out) and (B, in)
+};
+
 class PackedLinear {
  public:
   PackedLinear() = default;  // empty
-  // W (out, in) and b (out) or undefined, float32. Error on another dtype or shape.
+  // W (out, in) and b (out) or undefined, float32, for steps that are not
+  // recorded (decoding). Error on another dtype or shape.
   static PackedLinear pack(const Tensor& weight, const Tensor& bias);
-  // A packed copy of W and b when decoding would use one: not recording
-  // (GradMode off) and float32; else empty.
-  static PackedLinear for_decoding(const Tensor& weight, const Tensor& bias);
+  // For the steps of one batch: float32 packed (as pack() when not recording);
+  // float64, what the gradient checks run in, multiplies by W as it is.
+  // Recording, the steps are recorded and W's gradient is deferred (see above)
+  // unless defer_weight_grad is false (then each step's backward adds its own
+  // dW, as linear()'s). Make it again after the parameters change, and for every
+  // recorded batch: it belongs to that batch's graph. Empty without a weight.
+  static PackedLinear for_steps(const Tensor& weight, const Tensor& bias, bool defer_weight_grad = true);
 
-  bool empty() const { return weight_ == nullptr; }
-  // x (rows, in) float32 -> (rows, out). Error when empty, on a wrong x, or
-  // while recording (nothing here flows back to W or b).
+  bool empty() const { return weight_ == nullptr && !weight_values_.defined(); }
+  // Made by for_steps while recording: forward records, and gradients flow.
+  bool recorded() const { return weight_in_.defined(); }
+  // forward can run now: not empty, and made for recorded steps or not recording
+  // (a step that records with a pack made without recording runs linear()).
+  bool usable() const;
+  // x (rows, in) -> (rows, out). Error when empty or on a wrong x; error when x
+  // requires grad and this was not made for recorded steps (nothing would flow
+  // back to W or b).
   Tensor forward(const Tensor& x) const;
 
  private:
-  std::shared_ptr<const blas::PackedMatrix> weight_;
+  static PackedLinear pack_with(const Tensor& weight, const Tensor& bias, bool streamed);
+  std::shared_ptr<const blas::PackedMatrix> weight_;  // float32
+  Tensor weight_values_;  // float64: W itself, for y and dx by plain products
   Tensor bias_;  // a copy, so that a later change to the model's bias is not half seen
+  // Recorded steps only (for_steps while recording):
+  std::shared_ptr<const blas::PackedMatrix> weight_t_;  // float32: W^T (in, out), for dx = dy @ W
+  Tensor weight_in_;      // W as the steps' graph takes it: the output of linear_weight_grads, or W
+  Tensor bias_in_;        // the bias parameter itself (its gradient is added per step)
+  std::shared_ptr<DeferredLinearGrads> deferred_;
 };
+
+// W as the steps of one batch see it: the same data, the output of the recorded
+// op "linear_weight_grads", whose backward runs after every step's and adds
+// dW += DY^T @ X over the rows the steps left in `deferred`.
+Tensor defer_linear_weight_grad(const Tensor& weight, const std::shared_ptr<DeferredLinearGrads>& deferred);
 
 }  // namespace attend::nn

@@ -178,7 +178,7 @@ Seq2Seq::Encoded Seq2Seq::encode(const Indices& source, const std::vector<std::i
   if (additive) enc.keys = additive->precompute(enc.states, enc.mask);
   if (dot) enc.keys = dot->precompute(enc.states, enc.mask);
   enc.cell_weights = cell.step_weights(B);  // the same weights for every decoder step of this batch
-  enc.combine = nn::PackedLinear::for_decoding(combine.weight, combine.bias);
+  enc.combine = nn::PackedLinear::for_steps(combine.weight, combine.bias);
   return enc;
 }
 
@@ -202,8 +202,7 @@ Seq2Seq::Step Seq2Seq::step(const Encoded& enc, const Indices& previous, const S
     }
     features = concat({next.h, context}, 1);
   }
-  const bool packed = !enc.combine.empty() && !GradMode::enabled();
-  out.attentional = tanh(packed ? enc.combine.forward(features) : combine.forward(features));  // h~ = tanh(W_c [s; c] + b_c)
+  out.attentional = tanh(enc.combine.usable() ? enc.combine.forward(features) : combine.forward(features));  // h~ = tanh(W_c [s; c] + b_c)
   ++steps_since_encode_;
   out.state = {next.h, next.c, out.attentional};
   return out;

@@ -73,7 +73,7 @@ class Seq2Seq : public nn::Module {
     Tensor s0, c0;       // (B, H) initial decoder state (through the bridge)
     nn::AttentionKeys keys;  // precomputed key side of the attention (undefined for none)
     nn::LSTMWeights cell_weights;  // the decoder cell's, prepared for B-row steps (LSTMCell::step_weights)
-    nn::PackedLinear combine;      // W_c packed for the steps when encode() ran without recording (float32)
+    nn::PackedLinear combine;      // W_c prepared for the steps (PackedLinear::for_steps), recording or not
   };
   struct State {
     Tensor s, c;   // (B, H) decoder LSTM state

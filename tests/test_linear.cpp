@@ -153,7 +153,7 @@ TEST_CASE("PackedLinear: the same y as linear(), with and without a bias, at any
   Generator gen(11);
   nn::Linear lin(37, 21, gen);
   NoGradGuard no_grad;
-  const nn::PackedLinear with_bias = nn::PackedLinear::for_decoding(lin.weight, lin.bias);
+  const nn::PackedLinear with_bias = nn::PackedLinear::for_steps(lin.weight, lin.bias);
   const nn::PackedLinear no_bias = nn::PackedLinear::pack(lin.weight, Tensor());
   REQUIRE(!with_bias.empty());
   for (const std::int64_t rows : {1, 6, 7, 64}) {
@@ -177,20 +177,34 @@ TEST_CASE("PackedLinear: the same y as linear(), with and without a bias, at any
   CHECK(hand.forward(tensor({1, 1}, {1, 2})).to_vector() == Values{13, 27});
 }
 
-TEST_CASE("PackedLinear: only for decoding; wrong inputs are errors that say what is wrong") {
+TEST_CASE("PackedLinear: for_steps packs float32 always, records only when made recording; errors say what is wrong") {
   Generator gen(12);
   nn::Linear lin(4, 3, gen);
   nn::Linear lin64(4, 3, gen, Float64);
-  CHECK(nn::PackedLinear::for_decoding(lin.weight, lin.bias).empty());  // recording: linear() it is
   {
     NoGradGuard no_grad;
-    CHECK(nn::PackedLinear::for_decoding(lin64.weight, lin64.bias).empty());  // float64 keeps linear()
-    CHECK(!nn::PackedLinear::for_decoding(lin.weight, lin.bias).empty());
+    CHECK(!nn::PackedLinear::for_steps(lin64.weight, lin64.bias).recorded());  // float64: by W as it is
+    const nn::PackedLinear decoding = nn::PackedLinear::for_steps(lin.weight, lin.bias);
+    CHECK(!decoding.empty());
+    CHECK(!decoding.recorded());
+    CHECK(decoding.usable());
+    GradMode::set_enabled(true);  // a pack made without recording, used by a step that records: linear() it is
+    CHECK(!decoding.usable());
+    GradMode::set_enabled(false);
   }
+  const nn::PackedLinear training = nn::PackedLinear::for_steps(lin.weight, lin.bias);
+  CHECK(training.recorded());
+  CHECK(training.usable());
+  CHECK(nn::PackedLinear::for_steps(lin64.weight, lin64.bias).recorded());  // the gradient checks' dtype too
+  CHECK(nn::PackedLinear::for_steps(Tensor(), Tensor()).empty());
   CHECK_THROWS_WITH_AS(nn::PackedLinear::pack(lin64.weight, Tensor()),
                        "PackedLinear: the weight must be a float32 matrix (out, in), got float64 [3, 4]", Error);
   CHECK_THROWS_WITH_AS(nn::PackedLinear::pack(lin.weight, zeros(Shape{4})),
                        "PackedLinear: the bias must be float32 (3) for weight [3, 4], got float32 [4]", Error);
+  CHECK_THROWS_WITH_AS(nn::PackedLinear::for_steps(lin64.weight, zeros(Shape{4}, Float64)),
+                       "PackedLinear: the bias must be float64 (3) for weight [3, 4], got float64 [4]", Error);
+  CHECK_THROWS_WITH_AS(nn::PackedLinear::for_steps(zeros(Shape{12}, Float64), Tensor()),
+                       "PackedLinear: the weight must be a matrix (out, in), got [12]", Error);
   const nn::PackedLinear packed = nn::PackedLinear::pack(lin.weight, lin.bias);
   CHECK_THROWS_WITH_AS(packed.forward(zeros(Shape{2, 5})),
                        "PackedLinear.forward: x must be float32 (rows, 4), got float32 [2, 5]", Error);
@@ -199,5 +213,77 @@ TEST_CASE("PackedLinear: only for decoding; wrong inputs are errors that say wha
   CHECK_THROWS_WITH_AS(
       packed.forward(zeros(Shape{2, 4}).requires_grad_()),
       "PackedLinear.forward: x requires grad, and no gradient flows through a packed weight (use linear())", Error);
+  CHECK_THROWS_WITH_AS(training.forward(zeros(Shape{2, 4}, Float64)),
+                       "PackedLinear.forward: x must be float32 (rows, 4), got float64 [2, 4]", Error);
   CHECK_THROWS_WITH_AS(nn::PackedLinear().forward(zeros(Shape{2, 4})), "PackedLinear.forward: nothing packed", Error);
+}
+
+namespace {
+// T steps of y_t = x_t @ W^T + b through one for_steps pack (or linear(), the
+// oracle), loss = sum_t sum(y_t * R_t): the gradients of x, W and b.
+struct StepGrads {
+  Values y, dx, dW, db;
+};
+StepGrads run_steps(const nn::Linear& lin, const Tensor& x, const Tensor& R, bool packed) {
+  for (Tensor p : {lin.weight, lin.bias}) p.zero_grad();
+  Tensor xs = x.detach().requires_grad_();  // (T, B, in)
+  const std::int64_t T = x.size(0), B = x.size(1), in = x.size(2);
+  const nn::PackedLinear steps = packed ? nn::PackedLinear::for_steps(lin.weight, lin.bias) : nn::PackedLinear();
+  std::vector<Tensor> ys;
+  for (std::int64_t t = 0; t < T; ++t) {
+    const Tensor x_t = reshape(slice(xs, 0, t, t + 1), Shape{B, in});
+    ys.push_back(packed ? steps.forward(x_t) : linear(x_t, lin.weight, lin.bias));
+  }
+  const Tensor y = stack(ys, 0);  // (T, B, out)
+  sum(y * R).backward();
+  return {y.to_vector(), xs.grad().to_vector(), lin.weight.grad().to_vector(), lin.bias.grad().to_vector()};
+}
+}  // namespace
+
+TEST_CASE("PackedLinear: recorded steps give linear()'s y and gradients, dW gathered once over every step") {
+  Generator gen(21);
+  for (const DType dt : {Float32, Float64}) {
+    CAPTURE(dt);
+    nn::Linear lin(37, 21, gen, dt);
+    for (const std::int64_t B : {1, 16}) {
+      CAPTURE(B);
+      const std::int64_t T = 5;
+      const Tensor x = uniform({T, B, 37}, -1, 1, gen, dt), R = uniform({T, B, 21}, -1, 1, gen, dt);
+      const StepGrads want = run_steps(lin, x, R, false), got = run_steps(lin, x, R, true);
+      const double tol = dt == Float32 ? 1e-5 : 1e-12;
+      for (const auto& [w, g] : {std::pair{&want.y, &got.y}, std::pair{&want.dx, &got.dx},
+                                 std::pair{&want.dW, &got.dW}, std::pair{&want.db, &got.db}}) {
+        REQUIRE(w->size() == g->size());
+        for (std::size_t i = 0; i < w->size(); ++i) CHECK((*g)[i] == doctest::Approx((*w)[i]).epsilon(tol));
+      }
+    }
+  }
+  // Hand-computed, float64: W = [[1, 2], [3, 4]], b = [10, 20]; two steps
+  // x_1 = [1, 0], x_2 = [0, 1] with dy_1 = [1, 0], dy_2 = [0, 1]:
+  // y_1 = [11, 23], y_2 = [12, 24]; dW = dy_1^T x_1 + dy_2^T x_2 = I; db = [1, 1];
+  // dx_1 = dy_1 W = [1, 2], dx_2 = dy_2 W = [3, 4].
+  nn::Linear hand(2, 2, gen, Float64);
+  hand.weight.copy_(tensor({1, 2, 3, 4}, {2, 2}, Float64));
+  hand.bias.copy_(tensor({10, 20}, Float64));
+  const StepGrads h = run_steps(hand, tensor({1, 0, 0, 1}, {2, 1, 2}, Float64),
+                                tensor({1, 0, 0, 1}, {2, 1, 2}, Float64), true);
+  CHECK(h.y == Values{11, 23, 12, 24});
+  CHECK(h.dW == Values{1, 0, 0, 1});
+  CHECK(h.db == Values{1, 1});
+  CHECK(h.dx == Values{1, 2, 3, 4});
+}
+
+TEST_CASE("PackedLinear: float64 gradcheck of recorded steps w.r.t. the inputs, the weight and the bias") {
+  Generator gen(22);
+  nn::Linear lin(5, 3, gen, Float64);
+  const auto fn = [](const std::vector<Tensor>& in) {
+    // in: x (3, 2, 5), W (3, 5), b (3): three steps of two rows through one pack
+    const nn::PackedLinear steps = nn::PackedLinear::for_steps(in[1], in[2]);
+    std::vector<Tensor> ys;
+    for (std::int64_t t = 0; t < 3; ++t) ys.push_back(steps.forward(reshape(slice(in[0], 0, t, t + 1), Shape{2, 5})));
+    return stack(ys, 0);
+  };
+  const GradcheckReport report = gradcheck(fn, {normal({3, 2, 5}, 0, 1, gen, Float64).requires_grad_(), lin.weight, lin.bias});
+  INFO(report.str());
+  CHECK(report.passed);
 }

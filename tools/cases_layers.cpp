@@ -1,7 +1,8 @@
 // gradcheck cases for the fused ops with hand-written backwards that layers/
 // and autograd/losses.cpp build on: linear_cross_entropy, embedding,
 // lstm_cell (and lstm_weight_grads, which gathers its weight gradients),
-// lstm_sequence and both attention steps, plus tap.
+// lstm_sequence and both attention steps, packed_linear (and
+// linear_weight_grads, likewise), plus tap.
 //
 // Letters: B batch, S source length, A attention size, Hk value size, I input
 // size, H hidden size, T steps, N rows, V vocabulary, D embedding size.
@@ -11,6 +12,7 @@
 #include "autograd/ops.hpp"
 #include "layers/attention.hpp"
 #include "layers/embedding.hpp"
+#include "layers/linear.hpp"
 #include "layers/lstm.hpp"
 #include "layers/lstm_cell.hpp"
 #include "tools/op_cases.hpp"
@@ -169,11 +171,33 @@ void add_embedding_and_loss_cases(std::vector<OpCase>& cases) {
                    }});
 }
 
+// The decoder's per-step linear layers (nn::PackedLinear::for_steps): one step
+// alone, and three steps whose weight gradients one product gathers.
+void add_linear_step_cases(std::vector<OpCase>& cases) {
+  cases.push_back({"packed_linear", "one step, x (3, 4), W (5, 4), b (5)", [] {
+                     return gradcheck(
+                         [](const Tensors& in) { return nn::PackedLinear::for_steps(in[1], in[2], false).forward(in[0]); },
+                         {randn({3, 4}, 97), randn({5, 4}, 98), randn({5}, 99)});
+                   }});
+  cases.push_back({"linear_weight_grads", "three packed_linear steps of (2, 4) rows, no bias", [] {
+                     return gradcheck(
+                         [](const Tensors& in) {
+                           const nn::PackedLinear steps = nn::PackedLinear::for_steps(in[1], Tensor());
+                           Tensors out;
+                           for (std::int64_t t = 0; t < 3; ++t)  // x_t = in[0][t] (2, 4)
+                             out.push_back(steps.forward(reshape(slice(in[0], 0, t, t + 1), {2, 4})));
+                           return out;
+                         },
+                         {randn({3, 2, 4}, 100), randn({5, 4}, 101)});
+                   }});
+}
+
 }  // namespace
 
 void add_layer_cases(std::vector<OpCase>& cases) {
   add_attention_cases(cases);
   add_lstm_cases(cases);
+  add_linear_step_cases(cases);
   add_embedding_and_loss_cases(cases);
 }
 
