@@ -63,7 +63,7 @@ PackedLinear PackedLinear::for_steps(const Tensor& weight, const Tensor& bias, b
     if (bias.defined() && (bias.dtype() != weight.dtype() || !(bias.shape() == Shape{weight.size(0)})))
       fail("PackedLinear: the bias must be {} ({}) for weight {}, got {} {}", weight.dtype(), weight.size(0),
            weight.shape(), bias.dtype(), bias.shape());
-    out.weight_values_ = weight.detach();
+    out.weight_values_ = weight.detach().clone();  // a copy, as the bias
     if (bias.defined()) out.bias_ = bias.detach().clone();
   }
   if (!recording) return out;
@@ -151,7 +151,6 @@ Tensor PackedLinear::forward(const Tensor& x) const {
 //   dW (out, in) += DY^T (out, N) @ X (N, in), over the N rows of every step whose backward ran
 Tensor defer_linear_weight_grad(const Tensor& weight, const std::shared_ptr<DeferredLinearGrads>& deferred) {
   Tensor w = weight.detach();
-  deferred->weight = weight;
   record("linear_weight_grads", {weight}, {&w},
          [d = deferred](Grads& g) {  // shared: the steps and their PackedLinear may be gone by now
            if (!g.needs(0)) return;

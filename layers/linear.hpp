@@ -52,7 +52,6 @@ class Linear : public Module {
 // sees W, multiplies all their rows at once after the last step's backward (as
 // LSTMCell::step_weights does for the cell's weights).
 struct DeferredLinearGrads {
-  Tensor weight;              // the parameter itself
   std::vector<Tensor> dy, x;  // per step: (B, out) and (B, in)
 };
 

@@ -271,6 +271,14 @@ TEST_CASE("PackedLinear: recorded steps give linear()'s y and gradients, dW gath
   CHECK(h.dW == Values{1, 0, 0, 1});
   CHECK(h.db == Values{1, 1});
   CHECK(h.dx == Values{1, 2, 3, 4});
+  // A second backward of the same graph (retain_graph) gathers its own rows: dW twice over.
+  hand.weight.zero_grad();
+  const nn::PackedLinear steps = nn::PackedLinear::for_steps(hand.weight, hand.bias);
+  const Tensor y = steps.forward(tensor({1, 0}, {1, 2}, Float64)) + steps.forward(tensor({0, 1}, {1, 2}, Float64));
+  y.backward(tensor({1, 0}, {1, 2}, Float64), true);
+  CHECK(hand.weight.grad().to_vector() == Values{1, 1, 0, 0});
+  y.backward(tensor({1, 0}, {1, 2}, Float64));
+  CHECK(hand.weight.grad().to_vector() == Values{2, 2, 0, 0});
 }
 
 TEST_CASE("PackedLinear: float64 gradcheck of recorded steps w.r.t. the inputs, the weight and the bias") {
