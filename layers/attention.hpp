@@ -51,10 +51,10 @@ struct AttentionKeys {
   Tensor values;  // (B, S, Hk): the encoder states h_j
   Tensor mask;    // (B, S): 1 real, 0 padding, in the dtype of the values (never requires grad)
   // The query projection (W_q and b, or W_Q) prepared for the steps
-  // (PackedLinear::for_steps): packed for float32 (decoding), and when
-  // precompute() recorded, with its weight gradient gathered over every step.
-  // Empty for float64 decoding: step() then runs linear(), as it does when
-  // precompute() ran without recording and the step records.
+  // (PackedLinear::for_steps): packed when float32, and when precompute()
+  // recorded, recorded too, with its weight gradient gathered over every step.
+  // Empty for plain dot scores. When precompute() ran without recording and a
+  // step records, step() runs linear().
   PackedLinear query;
 };
 
