@@ -176,8 +176,8 @@ AttentionKeys AdditiveAttention::precompute(const Tensor& encoder_states, const 
 // q = W_q s + b (one small GEMM), then the fused op.
 AttentionOutput AdditiveAttention::step(const Tensor& query, const AttentionKeys& keys) const {
   detail::check_query_side("AdditiveAttention.step", query, keys, query_size_);
-  return additive_attention_step(keys.query.usable() ? keys.query.forward(query) : linear(query, W_q, b), keys.keys, keys.values,
-                                 v, keys.mask);
+  const Tensor q = keys.query.usable() ? keys.query.forward(query) : linear(query, W_q, b);
+  return additive_attention_step(q, keys.keys, keys.values, v, keys.mask);
 }
 
 AttentionOutput AdditiveAttention::forward(const Tensor& query, const Tensor& encoder_states,

@@ -93,16 +93,14 @@ Tensor PackedLinear::forward(const Tensor& x) const {
   if (x.dtype() != dt || x.dim() != 2 || x.size(1) != in)
     fail("PackedLinear.forward: x must be {} (rows, {}), got {} {}", dt, in, x.dtype(), x.shape());
   const std::int64_t rows = x.size(0);
-  Tensor y = attend::empty({rows, out}, dt);
+  Tensor y;
   if (dt == Float32) {
+    y = attend::empty({rows, out}, dt);
     blas::gemm_packed(rows, x.data<float>(), in, *weight_, 0.0f, y.data<float>(), out,
                       {bias_.defined() ? bias_.data<float>() : nullptr});
   } else {
-    double* py = y.data<double>();
-    for (std::int64_t r = 0; r < rows; ++r)
-      for (std::int64_t o = 0; o < out; ++o) py[r * out + o] = bias_.defined() ? bias_.data<double>()[o] : 0.0;
-    blas::gemm(false, true, rows, out, in, 1.0, x.data<double>(), in, weight_values_.data<double>(), in, 1.0, py,
-               out);
+    NoGradGuard values_only;  // linear()'s forward by the copies; the op below records
+    y = linear(x.detach(), weight_values_, bias_);
   }
   if (!recording) return y;
   const bool has_bias = bias_in_.defined();

@@ -202,7 +202,8 @@ Seq2Seq::Step Seq2Seq::step(const Encoded& enc, const Indices& previous, const S
     }
     features = concat({next.h, context}, 1);
   }
-  out.attentional = tanh(enc.combine.usable() ? enc.combine.forward(features) : combine.forward(features));  // h~ = tanh(W_c [s; c] + b_c)
+  // h~ = tanh(W_c [s; c] + b_c)
+  out.attentional = tanh(enc.combine.usable() ? enc.combine.forward(features) : combine.forward(features));
   ++steps_since_encode_;
   out.state = {next.h, next.c, out.attentional};
   return out;

@@ -288,10 +288,12 @@ TEST_CASE("PackedLinear: float64 gradcheck of recorded steps w.r.t. the inputs, 
     // in: x (3, 2, 5), W (3, 5), b (3): three steps of two rows through one pack
     const nn::PackedLinear steps = nn::PackedLinear::for_steps(in[1], in[2]);
     std::vector<Tensor> ys;
-    for (std::int64_t t = 0; t < 3; ++t) ys.push_back(steps.forward(reshape(slice(in[0], 0, t, t + 1), Shape{2, 5})));
+    for (std::int64_t t = 0; t < 3; ++t)
+      ys.push_back(steps.forward(reshape(slice(in[0], 0, t, t + 1), Shape{2, 5})));
     return stack(ys, 0);
   };
-  const GradcheckReport report = gradcheck(fn, {normal({3, 2, 5}, 0, 1, gen, Float64).requires_grad_(), lin.weight, lin.bias});
+  const Tensor x = normal({3, 2, 5}, 0, 1, gen, Float64).requires_grad_();
+  const GradcheckReport report = gradcheck(fn, {x, lin.weight, lin.bias});
   INFO(report.str());
   CHECK(report.passed);
 }
