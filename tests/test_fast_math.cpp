@@ -101,13 +101,15 @@ TEST_CASE("float sigmoid is within 3 ulp of the exact value and saturates withou
 }
 
 // The array loops run vectorised with a scalar tail: lengths around the vector
-// width (8) and odd lengths exercise both. The AVX2 build of a loop fuses
+// width (8, 16) and odd lengths exercise both; 128 and more, exp_shifted_sum's
+// blocks of 128 with a partial block of whole vectors and a tail (1,000: the S
+// vocabulary, 7 blocks, then 6 vectors and 8 floats). The AVX2 build of a loop fuses
 // multiply-adds (FMA) where this file's scalar calls do not, so a float element
 // may differ from the scalar function by an ulp or two; double loops call the
 // library and agree exactly.
 TEST_CASE("the array loops agree with the scalar functions element by element, for every length") {
   Generator gen(3);
-  for (std::int64_t n : {0, 1, 7, 8, 9, 17, 100, 1003}) {
+  for (std::int64_t n : {0, 1, 7, 8, 9, 16, 17, 100, 128, 143, 1000, 1003}) {
     CAPTURE(n);
     std::vector<float> x(n), b(n), y(n);
     std::vector<double> xd(n), bd(n), yd(n);
@@ -155,7 +157,7 @@ TEST_CASE("the array loops work in place") {
 
 TEST_CASE("max, scale_shift and axpy agree with plain loops, for every length") {
   Generator gen(5);
-  for (std::int64_t n : {1, 7, 8, 9, 17, 100, 1003}) {
+  for (std::int64_t n : {1, 7, 8, 9, 15, 16, 17, 31, 100, 1000, 1003}) {
     CAPTURE(n);
     std::vector<float> x(n), y(n);
     std::vector<double> xd(n), yd(n);
@@ -163,8 +165,8 @@ TEST_CASE("max, scale_shift and axpy agree with plain loops, for every length") 
       x[i] = static_cast<float>(gen.normal() * 3), y[i] = static_cast<float>(gen.normal());
       xd[i] = x[i], yd[i] = y[i];
     }
-    // The largest element put in each position in turn: the lanes must all be looked at.
-    for (std::int64_t where : {std::int64_t(0), n / 2, n - 1}) {
+    // The largest element put in each position in turn: every lane and the tail must be looked at.
+    for (std::int64_t where = 0; where < n; ++where) {
       std::vector<float> z = x;
       z[where] = 50;
       CHECK(fast_math::max(z.data(), n) == 50);
