@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "autograd/grad_mode.hpp"
+#include "core/small_objects.hpp"
 #include "core/tensor.hpp"
 
 namespace attend {
@@ -158,7 +159,7 @@ template <class F>
 Recorded record(const char* name, std::span<const Tensor> inputs, std::initializer_list<Tensor*> outputs, F&& fn) {
   if (AnomalyMode::enabled()) check_finite_forward(name, outputs);
   if (!should_record(inputs)) return Recorded();
-  auto node = std::make_shared<FnNode<std::decay_t<F>>>(std::forward<F>(fn));
+  auto node = small_objects::make_shared<FnNode<std::decay_t<F>>>(std::forward<F>(fn));
   Node* raw = node.get();  // owned by the outputs' grad_fn from here on
   record_node(std::move(node), name, inputs, outputs);
   return Recorded(raw);

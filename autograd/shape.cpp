@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "autograd/ops.hpp"
+#include "core/small_objects.hpp"
 #include "core/transpose.hpp"
 
 namespace attend {
@@ -170,7 +171,7 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
          shape.numel());
   // A new handle on the same storage: y and x see each other's in-place updates,
   // like a PyTorch view; autograd treats y as a new tensor.
-  auto impl = std::make_shared<TensorImpl>();
+  auto impl = small_objects::make_shared<TensorImpl>();
   impl->shape = shape;
   impl->dtype = x.dtype();
   impl->storage = x.impl()->storage;

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/random.hpp"
+#include "core/small_objects.hpp"
 
 namespace attend {
 
@@ -93,7 +94,7 @@ Tensor Tensor::to(DType target) const {
 }
 
 Tensor Tensor::detach() const {
-  auto impl = std::make_shared<TensorImpl>();
+  auto impl = small_objects::make_shared<TensorImpl>();
   impl->shape = shape();
   impl->dtype = dtype();
   impl->storage = checked().storage;
@@ -169,10 +170,11 @@ void Tensor::set_grad(const Tensor& grad) {
 // ---- factories -------------------------------------------------------------
 
 Tensor empty(const Shape& shape, DType dtype) {
-  auto impl = std::make_shared<TensorImpl>();
+  auto impl = small_objects::make_shared<TensorImpl>();
   impl->shape = shape;
   impl->dtype = dtype;
-  impl->storage = std::make_shared<Storage>(static_cast<std::size_t>(shape.numel()) * dtype_size(dtype));
+  impl->storage = small_objects::make_shared<Storage>(static_cast<std::size_t>(shape.numel()) *
+                                                     dtype_size(dtype));
   return Tensor(std::move(impl));
 }
 
