@@ -71,7 +71,7 @@ std::vector<GraphNode> recorded_graph(const Tensor& root, const TensorNames& nam
     const auto& fn = r.impl->grad_fn;
     if (fn && !stack.back().expanded) {
       stack.back().expanded = true;
-      const std::vector<Tensor>& ins = fn->inputs();
+      const std::span<const Tensor> ins = fn->inputs();
       for (auto in = ins.rbegin(); in != ins.rend(); ++in) stack.push_back({*in, false});
       continue;
     }

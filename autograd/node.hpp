@@ -57,8 +57,8 @@ class Node {
   void release();
   bool released() const { return released_; }
 
-  const std::vector<Tensor>& inputs() const { return inputs_; }
-  const std::vector<Shape>& output_shapes() const { return output_shapes_; }
+  std::span<const Tensor> inputs() const { return inputs_; }
+  std::span<const Shape> output_shapes() const { return output_shapes_; }
   DType dtype() const { return dtype_; }
 
   // Set under ReplayMode only (see record): the forward again, and the inputs' names.
@@ -75,11 +75,16 @@ class Node {
   friend struct Engine;
   friend void record_node(std::shared_ptr<Node>, const char*, std::span<const Tensor>, std::span<Tensor* const>);
 
+  // A node's own vectors come from small_objects too: three small blocks per op
+  // (~900 per S training step) that went through malloc's bins.
+  template <class T>
+  using SmallVector = std::vector<T, small_objects::Allocator<T>>;
+
   const char* name_ = "";
-  std::vector<Tensor> inputs_;
-  std::vector<Shape> output_shapes_;
+  SmallVector<Tensor> inputs_;
+  SmallVector<Shape> output_shapes_;
   DType dtype_ = Float32;
-  std::vector<Tensor> out_grads_;  // filled by the consumers during backward
+  SmallVector<Tensor> out_grads_;  // filled by the consumers during backward
   std::uint64_t visit_mark_ = 0;   // used by the engine's topological sort
   bool released_ = false;
   ReplayFn replay_;
