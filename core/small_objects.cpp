@@ -5,14 +5,10 @@
 namespace attend::small_objects {
 namespace {
 
+// GCC and clang both define __SANITIZE_ADDRESS__ under -fsanitize=address (as
+// core/storage.cpp relies on too).
 #if defined(__SANITIZE_ADDRESS__)
 constexpr bool kPooling = false;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kPooling = false;  // clang's spelling (the fuzz preset)
-#else
-constexpr bool kPooling = true;
-#endif
 #else
 constexpr bool kPooling = true;
 #endif
@@ -52,7 +48,7 @@ std::size_t class_of(std::size_t bytes) { return bytes == 0 ? 0 : (bytes - 1) / 
 }  // namespace
 
 void* allocate(std::size_t bytes) {
-  if (!pooled(bytes)) return ::operator new(bytes == 0 ? 1 : bytes);
+  if (!pooled(bytes)) return ::operator new(bytes);
   const std::size_t c = class_of(bytes);
   FreeBlock* block = lists.head[c];
   if (block == nullptr) return ::operator new((c + 1) * kGrain);  // every block of a class has its full size

@@ -32,11 +32,12 @@ TEST_CASE("small objects: a freed block comes back for a request of its class, a
                             small_objects::kMaxBytes}) {
     CAPTURE(bytes);
     void* a = small_objects::allocate(bytes);
-    CHECK(reinterpret_cast<std::uintptr_t>(a) % 16 == 0);
+    CHECK(reinterpret_cast<std::uintptr_t>(a) % 16 == 0);  // any standard type's alignment
     std::memset(a, 0xAB, bytes);  // every byte asked for is writable (ASan would see an overflow)
     small_objects::deallocate(a, bytes);
     // the same class: the block just freed, when the lists are on
-    const std::size_t same_class = (bytes + 15) / 16 * 16;
+    constexpr std::size_t kGrain = small_objects::kGrain;
+    const std::size_t same_class = (bytes + kGrain - 1) / kGrain * kGrain;
     void* b = small_objects::allocate(same_class);
     std::memset(b, 0xCD, same_class);
     if (small_objects::pooling()) CHECK(b == a);
