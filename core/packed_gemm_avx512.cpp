@@ -1,4 +1,4 @@
-// The packed product's AVX-512 kernel: 8 rows x 2 panels (core/packed_kernel.hpp),
+// The packed product's AVX-512 kernel: 6 rows x 4 panels (core/packed_kernel.hpp),
 // and the column summaries' (core/summary_kernel.hpp).
 #include "core/packed_kernel.hpp"
 #include "core/summary_kernel.hpp"
@@ -9,16 +9,18 @@ namespace attend::blas::kernels {
 __attribute__((target("arch=x86-64-v4"))) void run_avx512(bool xt, std::int64_t M, const float* x, std::int64_t ldx,
                                                            const PackedMatrix& w, float beta, float* y,
                                                            std::int64_t ldy, const Lanes& epi) {
-  run_kernel<V16, 8, 6, 2>(xt, M, x, ldx, w, beta, y, ldy, epi);
+  run_kernel<V16, 6, 6, 4>(xt, M, x, ldx, w, beta, y, ldy, epi);
 }
 
-// 4 columns x 4 panels: 16 accumulators, fed by 4 loads of x and 4 broadcasts
-// of W per k (8 columns x 2 panels: ~4% slower at M decoding's sizes, W in
-// cache, alternating in one process); a panel left over: 8 columns.
+// 6 columns x 4 panels: 24 accumulators, fed by 4 loads of x and 6 broadcasts
+// of W per k, 29 of the 32 registers in the k loop. At M decoding's sizes, in
+// runs alternating in one process: 4 columns x 4 panels (16 accumulators, 8
+// loads per 16 multiply-adds) ~6% slower, 5 x 4 ~3% slower, and 8 columns x 2
+// panels ~4% slower than that. A panel left over: 8 columns.
 __attribute__((target("arch=x86-64-v4"))) void summarise_avx512(std::int64_t N, const float* w, std::int64_t ldw,
                                                                  const PackedMatrix& xp, const float* bias,
                                                                  std::int64_t skip, ColumnLanes* lanes) {
-  run_summary<V16, 4, 4, 8>(N, w, ldw, xp, bias, skip, lanes);
+  run_summary<V16, 6, 4, 8>(N, w, ldw, xp, bias, skip, lanes);
 }
 #endif
 

@@ -38,10 +38,12 @@ struct Lanes {
 
 // One kernel per instruction set, each compiled for its own (clang, in the fuzz
 // preset, builds the baseline alone, as with ATTEND_SIMD_CLONES):
-//   AVX-512   8 rows x 2 panels: 16 of its 32 registers accumulate (6 rows, 12
-//             registers: decoding's 64-row products 5-7% slower, others level,
-//             in runs alternating in one process); x as its transpose: 6 rows
-//             (8 unmeasured there)
+//   AVX-512   6 rows x 4 panels: 24 of its 32 registers accumulate, fed by 4
+//             loads and 6 broadcasts per k (8 rows x 2 panels, 16 registers and
+//             10 loads per 16 multiply-adds: M decoding's cell product ~4%
+//             slower, S training's ~2-7%, level at 64 columns; 8 x 3: slower
+//             where K is 1,000 or more; 6 rows x 2 panels: 5-7% slower than
+//             8 x 2; in runs alternating in one process); x as its transpose: 6 rows
 //   AVX2      6 rows x 1 panel: 12 of its 16 (4 rows, 8 registers, left the
 //             loads and broadcasts too few multiply-adds to hide: ~5-10% slower)
 //   baseline  2 rows x 1 panel:  8 of SSE's 16
