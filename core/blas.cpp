@@ -197,9 +197,9 @@ void gemm_packed(std::int64_t m, const float* x, std::int64_t ldx, const PackedM
 }
 
 void summarise_rows(std::int64_t m, const float* x, std::int64_t ldx, const float* w, std::int64_t n, std::int64_t k,
-                    std::int64_t ldw, const float* bias, std::int64_t skip, RowSummary* rows) {
+                    std::int64_t ldw, const float* bias, std::int64_t skip, RowSummary* rows, SummaryParts parts) {
   timed(false, true, m, n, k, [&] {
-    detail::summarise_rows(m, x, ldx, w, n, k, ldw, bias, skip, rows, detail::packed_kernel());
+    detail::summarise_rows(m, x, ldx, w, n, k, ldw, bias, skip, rows, detail::packed_kernel(), parts);
   }, true);
 }
 

@@ -23,8 +23,8 @@ void run_baseline(bool xt, std::int64_t M, const float* x, std::int64_t ldx, con
 }
 
 void summarise_baseline(std::int64_t N, const float* w, std::int64_t ldw, const PackedMatrix& xp, const float* bias,
-                        std::int64_t skip, ColumnLanes* lanes) {
-  run_summary<V4, 2, 1, 2>(N, w, ldw, xp, bias, skip, lanes);
+                        std::int64_t skip, bool sums, ColumnLanes* lanes) {
+  run_summary<V4, 2, 1, 2>(N, w, ldw, xp, bias, skip, sums, lanes);
 }
 
 }  // namespace kernels
@@ -165,14 +165,18 @@ void packed_product_xt(std::int64_t m, const float* xt, std::int64_t ldxt, const
 }
 
 void summarise_rows(std::int64_t m, const float* x, std::int64_t ldx, const float* w, std::int64_t n, std::int64_t k,
-                    std::int64_t ldw, const float* bias, std::int64_t skip, RowSummary* rows, PackedKernel kernel) {
+                    std::int64_t ldw, const float* bias, std::int64_t skip, RowSummary* rows, PackedKernel kernel,
+                    SummaryParts parts) {
   if (m < 0 || n < 0 || k < 0) fail("summarise_rows: sizes must be >= 0, got m {} n {} k {}", m, n, k);
   if (ldx < k) fail("summarise_rows: the row stride {} of x is below its {} columns", ldx, k);
   if (ldw < k) fail("summarise_rows: the row stride {} of W is below its {} columns", ldw, k);
   if (n > std::numeric_limits<std::int32_t>::max())
     fail("summarise_rows: row summaries take at most 2^31 - 1 columns, got {}", n);
   if (m > 0 && rows == nullptr) fail("summarise_rows: no summaries to write {} rows into", m);
-  std::fill_n(rows, m, RowSummary{});
+  const bool sums = parts == SummaryParts::All;
+  RowSummary empty;
+  if (!sums) empty.exp_sum = std::numeric_limits<double>::quiet_NaN();
+  std::fill_n(rows, m, empty);
   if (m == 0 || n == 0) return;
   if (!packed_kernel_runs(kernel)) fail("summarise_rows: this CPU cannot run the kernel asked for");
   const PackedMatrix xp(x, m, k, ldx);  // x as the kernel's panels: 16 rows of y per panel
@@ -182,13 +186,15 @@ void summarise_rows(std::int64_t m, const float* x, std::int64_t ldx, const floa
   lanes.assign(static_cast<std::size_t>(panels), empty_column_lanes());
   [&] {
 #if defined(ATTEND_PACKED_WIDE)
-    if (kernel == PackedKernel::Avx512) return kernels::summarise_avx512(n, w, ldw, xp, bias, skip, lanes.data());
-    if (kernel == PackedKernel::Avx2) return kernels::summarise_avx2(n, w, ldw, xp, bias, skip, lanes.data());
+    if (kernel == PackedKernel::Avx512) return kernels::summarise_avx512(n, w, ldw, xp, bias, skip, sums, lanes.data());
+    if (kernel == PackedKernel::Avx2) return kernels::summarise_avx2(n, w, ldw, xp, bias, skip, sums, lanes.data());
 #endif
-    kernels::summarise_baseline(n, w, ldw, xp, bias, skip, lanes.data());
+    kernels::summarise_baseline(n, w, ldw, xp, bias, skip, sums, lanes.data());
   }();
-  for (std::int64_t i = 0; i < m; ++i)
+  for (std::int64_t i = 0; i < m; ++i) {
     rows[i] = fold_lane(lanes[static_cast<std::size_t>(i / PackedMatrix::kPanel)], i % PackedMatrix::kPanel);
+    if (!sums) rows[i].exp_sum = std::numeric_limits<double>::quiet_NaN();
+  }
 }
 
 }  // namespace detail

@@ -61,7 +61,7 @@ class PackedMatrix {
 // product (M greedy decoding: 64 rows of 8,000 read three times per step).
 struct RowSummary {
   float max = -std::numeric_limits<float>::infinity();         // max_n z_n, NaN passed over
-  double exp_sum = 0;  // sum_n e^(z_n - max), fast_math::exp; NaN with a NaN z_n; meaningless while max is -inf
+  double exp_sum = 0;  // sum_n e^(z_n - max), fast_math::exp; NaN with a NaN z_n, or not asked for (SummaryParts); meaningless while max is -inf
   float best_value = -std::numeric_limits<float>::infinity();  // max_n z_n over n != skip
   std::int64_t best = -1;  // the first n != skip with z_n == best_value; -1 when no z_n is above -inf
 };
@@ -100,8 +100,14 @@ void gemm_packed(std::int64_t m, const float* x, std::int64_t ldx, const PackedM
 // or null; `skip` as in Epilogue. The logits are bit for bit those of
 // gemm_packed; the sums are added in another order. Counted by gemm_stats() as
 // gemm_packed is. Error when ldx < k, ldw < k, n > 2^31 - 1 or rows is null.
+// parts MaxAndBest leaves out the sums: exp_sum is NaN, and the kernel takes
+// no exponential (greedy decoding without scores, which reads only each row's
+// best token: ~5% of M decoding's projection); max, best and best_value are
+// those that All gives.
+enum class SummaryParts { All, MaxAndBest };
 void summarise_rows(std::int64_t m, const float* x, std::int64_t ldx, const float* w, std::int64_t n, std::int64_t k,
-                    std::int64_t ldw, const float* bias, std::int64_t skip, RowSummary* rows);
+                    std::int64_t ldw, const float* bias, std::int64_t skip, RowSummary* rows,
+                    SummaryParts parts = SummaryParts::All);
 
 namespace detail {
 // The kernels, one per instruction set; gemm_packed runs the widest this CPU has.
@@ -119,7 +125,8 @@ void packed_product_xt(std::int64_t m, const float* xt, std::int64_t ldxt, const
 
 // summarise_rows, untimed, with the kernel given (tests run each one).
 void summarise_rows(std::int64_t m, const float* x, std::int64_t ldx, const float* w, std::int64_t n, std::int64_t k,
-                    std::int64_t ldw, const float* bias, std::int64_t skip, RowSummary* rows, PackedKernel kernel);
+                    std::int64_t ldw, const float* bias, std::int64_t skip, RowSummary* rows, PackedKernel kernel,
+                    SummaryParts parts = SummaryParts::All);
 
 // C (m, n) = op(A) @ op(B) + beta * C, as blas::gemm with alpha 1 (blas.hpp), on
 // the packed kernel: op(B) is packed afresh (as W = op(B)^T). When trans_a, A is

@@ -15,8 +15,8 @@ __attribute__((target("arch=x86-64-v3"))) void run_avx2(bool xt, std::int64_t M,
 // 6 columns x 1 panel (two registers): 12 accumulators, as the product's.
 __attribute__((target("arch=x86-64-v3"))) void summarise_avx2(std::int64_t N, const float* w, std::int64_t ldw,
                                                                const PackedMatrix& xp, const float* bias,
-                                                               std::int64_t skip, ColumnLanes* lanes) {
-  run_summary<V8, 6, 1, 6>(N, w, ldw, xp, bias, skip, lanes);
+                                                               std::int64_t skip, bool sums, ColumnLanes* lanes) {
+  run_summary<V8, 6, 1, 6>(N, w, ldw, xp, bias, skip, sums, lanes);
 }
 #endif
 

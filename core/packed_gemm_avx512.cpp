@@ -19,8 +19,8 @@ __attribute__((target("arch=x86-64-v4"))) void run_avx512(bool xt, std::int64_t 
 // panels ~4% slower than that. A panel left over: 8 columns.
 __attribute__((target("arch=x86-64-v4"))) void summarise_avx512(std::int64_t N, const float* w, std::int64_t ldw,
                                                                  const PackedMatrix& xp, const float* bias,
-                                                                 std::int64_t skip, ColumnLanes* lanes) {
-  run_summary<V16, 6, 4, 8>(N, w, ldw, xp, bias, skip, lanes);
+                                                                 std::int64_t skip, bool sums, ColumnLanes* lanes) {
+  run_summary<V16, 6, 4, 8>(N, w, ldw, xp, bias, skip, sums, lanes);
 }
 #endif
 

@@ -38,15 +38,55 @@ struct ColumnLanes {
 #if defined(ATTEND_PACKED_WIDE)
 __attribute__((target("arch=x86-64-v4"))) void summarise_avx512(std::int64_t N, const float* w, std::int64_t ldw,
                                                                  const PackedMatrix& xp, const float* bias,
-                                                                 std::int64_t skip, ColumnLanes* lanes);
+                                                                 std::int64_t skip, bool sums, ColumnLanes* lanes);
 __attribute__((target("arch=x86-64-v3"))) void summarise_avx2(std::int64_t N, const float* w, std::int64_t ldw,
                                                                const PackedMatrix& xp, const float* bias,
-                                                               std::int64_t skip, ColumnLanes* lanes);
+                                                               std::int64_t skip, bool sums, ColumnLanes* lanes);
 #endif
 void summarise_baseline(std::int64_t N, const float* w, std::int64_t ldw, const PackedMatrix& xp, const float* bias,
-                        std::int64_t skip, ColumnLanes* lanes);
+                        std::int64_t skip, bool sums, ColumnLanes* lanes);
 
 namespace {
+
+// The sums' part of a block's fold, for one lane vector (lanes off .. off + L - 1
+// of a panel) given the block's R vectors z and the lanes' new maximum m:
+//   r' = m where m > r + 32, else r     (and then s = s e^(r - r'))
+//   s' = s + sum of e^(z - r') over the R columns
+template <class V, int R>
+[[gnu::always_inline]] inline void add_exps(const V (&z)[R], const V& m, bool flush, ColumnLanes& st, int off) {
+  using I = typename IntOf<V>::type;
+  constexpr int L = kLanes<V>;
+  constexpr float kLog2e = 1.44269504088896341f, kRefGap = 32.0f;
+  V ref;
+  load(ref, st.ref + off);
+  const auto moves = m > ref + kRefGap;
+  if (any_lane(moves)) {  // a row's first block, and seldom after it
+    // s = (s + partial) e^(r - r'), in double: 0 from the first r (float's
+    // lowest), and a NaN sum stays NaN
+    for (int l = 0; l < L; ++l)
+      if (m[l] > ref[l] + kRefGap) {
+        double& s = st.exp_sum[off + l];
+        s = (s + static_cast<double>(st.partial[off + l])) *
+            std::exp(static_cast<double>(ref[l]) - static_cast<double>(m[l]));
+        st.partial[off + l] = 0.0f;
+      }
+    ref = moves ? m : ref;
+    std::memcpy(st.ref + off, &ref, sizeof ref);
+  }
+  V sum;
+  load(sum, st.partial + off);
+  for (int r = 0; r < R; ++r) {
+    V e = (z[r] - ref) * kLog2e;
+    fast_math::exp2_lanes<V, I>(e);
+    sum += e;
+  }
+  std::memcpy(st.partial + off, &sum, sizeof sum);
+  if (flush)
+    for (int l = 0; l < L; ++l) {
+      st.exp_sum[off + l] += static_cast<double>(st.partial[off + l]);
+      st.partial[off + l] = 0.0f;
+    }
+}
 
 // Columns n0 .. n0 + R - 1 of y for the panels p0 .. p0 + P - 1 of x, folded
 // into their rows' lanes. w points at W's row n0. Per lane (a row of y), as
@@ -55,13 +95,14 @@ namespace {
 //   r' = m' where m' > r + 32, else r     (and then s = s e^(r - r'))
 //   s' = s + sum of e^(z - r') over the R columns
 //   best: the column of z where z > the best so far, skip's column left out
-template <class V, int R, int P>
+// kSums false: the maximum and the best alone, no r, s or exponential (greedy
+// decoding without scores; ~5% of M decoding's projection).
+template <class V, int R, int P, bool kSums>
 [[gnu::always_inline]] inline void column_block(const float* w, std::int64_t ldw, const PackedMatrix& xp,
                                                 std::int64_t p0, std::int64_t n0, const float* bias,
                                                 std::int64_t skip, bool flush, bool prefetch, ColumnLanes* lanes) {
   using I = typename IntOf<V>::type;
   constexpr int S = kSplit<V>, L = kLanes<V>, Q = P * S;
-  constexpr float kLog2e = 1.44269504088896341f, kRefGap = 32.0f;
   const std::int64_t K = xp.k();
   V acc[R][Q];
   for (int r = 0; r < R; ++r)
@@ -89,38 +130,11 @@ template <class V, int R, int P>
     const int off = (q % S) * L;
     V z[R];
     for (int r = 0; r < R; ++r) z[r] = bias == nullptr ? acc[r][q] : acc[r][q] + bias[n0 + r];
-    V m, ref;
+    V m;
     load(m, st.max + off);
-    load(ref, st.ref + off);
     for (int r = 0; r < R; ++r) m = z[r] > m ? z[r] : m;
-    const auto moves = m > ref + kRefGap;
-    if (any_lane(moves)) {  // a row's first block, and seldom after it
-      // s = (s + partial) e^(r - r'), in double: 0 from the first r (float's
-      // lowest), and a NaN sum stays NaN
-      for (int l = 0; l < L; ++l)
-        if (m[l] > ref[l] + kRefGap) {
-          double& s = st.exp_sum[off + l];
-          s = (s + static_cast<double>(st.partial[off + l])) *
-              std::exp(static_cast<double>(ref[l]) - static_cast<double>(m[l]));
-          st.partial[off + l] = 0.0f;
-        }
-      ref = moves ? m : ref;
-      std::memcpy(st.ref + off, &ref, sizeof ref);
-    }
+    if constexpr (kSums) add_exps<V, R>(z, m, flush, st, off);
     std::memcpy(st.max + off, &m, sizeof m);
-    V sum;
-    load(sum, st.partial + off);
-    for (int r = 0; r < R; ++r) {
-      V e = (z[r] - ref) * kLog2e;
-      fast_math::exp2_lanes<V, I>(e);
-      sum += e;
-    }
-    std::memcpy(st.partial + off, &sum, sizeof sum);
-    if (flush)
-      for (int l = 0; l < L; ++l) {
-        st.exp_sum[off + l] += static_cast<double>(st.partial[off + l]);
-        st.partial[off + l] = 0.0f;
-      }
     V best_value;
     I best;
     load(best_value, st.best_value + off);
@@ -137,15 +151,15 @@ template <class V, int R, int P>
 }
 
 // The same for rows = 1 .. R columns (the last of y).
-template <class V, int R, int P>
+template <class V, int R, int P, bool kSums>
 [[gnu::always_inline]] inline void column_block_rows(std::int64_t rows, const float* w, std::int64_t ldw,
                                                      const PackedMatrix& xp, std::int64_t p0, std::int64_t n0,
                                                      const float* bias, std::int64_t skip, bool flush,
                                                      bool prefetch, ColumnLanes* lanes) {
   if constexpr (R > 1) {
-    if (rows < R) return column_block_rows<V, R - 1, P>(rows, w, ldw, xp, p0, n0, bias, skip, flush, prefetch, lanes);
+    if (rows < R) return column_block_rows<V, R - 1, P, kSums>(rows, w, ldw, xp, p0, n0, bias, skip, flush, prefetch, lanes);
   }
-  column_block<V, R, P>(w, ldw, xp, p0, n0, bias, skip, flush, prefetch, lanes);
+  column_block<V, R, P, kSums>(w, ldw, xp, p0, n0, bias, skip, flush, prefetch, lanes);
 }
 
 // Float partial sums are flushed into the double sums every kFlushBlocks
@@ -154,7 +168,7 @@ constexpr std::int64_t kFlushBlocks = 16;
 
 // Panels p_begin .. p_end - 1, P at a time, over every column of y, R columns
 // at a time: W's R rows stay in L1 while the panels, from L2, pass over them.
-template <class V, int R, int P>
+template <class V, int R, int P, bool kSums>
 [[gnu::always_inline]] inline void columns(std::int64_t N, const float* w, std::int64_t ldw, const PackedMatrix& xp,
                                            std::int64_t p_begin, std::int64_t p_end, const float* bias,
                                            std::int64_t skip, ColumnLanes* lanes) {
@@ -162,7 +176,7 @@ template <class V, int R, int P>
     const std::int64_t rows = std::min<std::int64_t>(R, N - n0);
     const bool flush = block % kFlushBlocks == 0 || n0 + R >= N;
     for (std::int64_t p0 = p_begin; p0 + P <= p_end; p0 += P)  // the next block's rows: by the first panels, if whole
-      column_block_rows<V, R, P>(rows, w + n0 * ldw, ldw, xp, p0, n0, bias, skip, flush,
+      column_block_rows<V, R, P, kSums>(rows, w + n0 * ldw, ldw, xp, p0, n0, bias, skip, flush,
                                  p0 == p_begin && n0 + 2 * R <= N, lanes);
   }
 }
@@ -170,13 +184,21 @@ template <class V, int R, int P>
 // Every panel of x: P at a time with R columns per block, then those left one
 // at a time with R1 columns per block (more columns for fewer panels, so that
 // a block keeps as many accumulators busy).
+// sums false: the maximum and best alone (kSums).
 template <class V, int R, int P, int R1>
 [[gnu::always_inline]] inline void run_summary(std::int64_t N, const float* w, std::int64_t ldw,
                                                const PackedMatrix& xp, const float* bias, std::int64_t skip,
-                                               ColumnLanes* lanes) {
+                                               bool sums, ColumnLanes* lanes) {
   const std::int64_t panels = (xp.n() + PackedMatrix::kPanel - 1) / PackedMatrix::kPanel, grouped = panels / P * P;
-  if (grouped > 0) columns<V, R, P>(N, w, ldw, xp, 0, grouped, bias, skip, lanes);
-  if (grouped < panels) columns<V, R1, 1>(N, w, ldw, xp, grouped, panels, bias, skip, lanes);
+  // Two branches, not a generic lambda: a lambda is a function of its own,
+  // without the caller's target attribute.
+  if (sums) {
+    if (grouped > 0) columns<V, R, P, true>(N, w, ldw, xp, 0, grouped, bias, skip, lanes);
+    if (grouped < panels) columns<V, R1, 1, true>(N, w, ldw, xp, grouped, panels, bias, skip, lanes);
+  } else {
+    if (grouped > 0) columns<V, R, P, false>(N, w, ldw, xp, 0, grouped, bias, skip, lanes);
+    if (grouped < panels) columns<V, R1, 1, false>(N, w, ldw, xp, grouped, panels, bias, skip, lanes);
+  }
 }
 
 }  // namespace

@@ -117,9 +117,10 @@ std::vector<Hypothesis> greedy_decode(std::span<Seq2Seq* const> models, const Ba
   std::vector<std::int64_t> previous(static_cast<std::size_t>(B), Vocabulary::kBos);
   for (std::int64_t t = 0; t < longest; ++t) {
     // Without stop_at_eos every row excludes </s> (ignore_eos) before its best token is read.
-    // Greedy reads only each row's best token and its log p: the kernel stores no logits.
-    DecoderEnsemble::Output& step =
-        ensemble.step(previous, live, options.stop_at_eos ? -1 : Vocabulary::kEos, /*keep_logits=*/false);
+    // Greedy reads only each row's best token and its log p (or, without scores,
+    // the token alone): the kernel stores no logits.
+    DecoderEnsemble::Output& step = ensemble.step(previous, live, options.stop_at_eos ? -1 : Vocabulary::kEos,
+                                                  /*keep_logits=*/false, /*log_probs=*/options.scores);
     bool any_live = false;
     for (std::int64_t b = 0; b < B; ++b) {
       if (!live[b]) continue;
@@ -127,7 +128,7 @@ std::vector<Hypothesis> greedy_decode(std::span<Seq2Seq* const> models, const Ba
       const std::int64_t best = step.best_token(b);
       Hypothesis& h = out[b];
       h.tokens.push_back(best);
-      h.log_prob += step.log_prob(b, best);
+      if (options.scores) h.log_prob += step.log_prob(b, best);
       if (!step.weights.empty()) h.attention.push_back(attention_row(step.weights, b, S, batch.source_lengths[b]));
       previous[b] = best;
       live[b] = !(best == Vocabulary::kEos || static_cast<std::int64_t>(h.tokens.size()) >= limit[b]);
@@ -135,7 +136,8 @@ std::vector<Hypothesis> greedy_decode(std::span<Seq2Seq* const> models, const Ba
     }
     if (!any_live) break;
   }
-  for (std::int64_t b = 0; b < B; ++b) score_hypothesis(out[b], batch.source_lengths[b], options);
+  if (options.scores)
+    for (std::int64_t b = 0; b < B; ++b) score_hypothesis(out[b], batch.source_lengths[b], options);
   return out;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <type_traits>
 
 #include "autograd/ops.hpp"
@@ -88,14 +89,18 @@ Tensor project_rows(const Tensor& x, const blas::PackedMatrix& packed, const Ten
 // A kernel's row summary is used where it is the plain case: a finite maximum
 // and normaliser, and a best token. Rows with NaN or infinite logits take the
 // passes over the logits instead, whose every edge the tests pin down.
-bool summary_usable(const blas::RowSummary& s) {
+// Without the sums (MaxAndBest), a row needs its best token alone: the kernel
+// finds the one the logits would give wherever it finds one (NaN passed over).
+bool summary_usable(const blas::RowSummary& s, blas::SummaryParts parts) {
+  if (parts == blas::SummaryParts::MaxAndBest) return s.best >= 0;
   return s.best >= 0 && std::isfinite(s.max) && std::isfinite(s.exp_sum) && s.exp_sum > 0;
 }
 
 // Whether every wanted row's summary is usable (all rows when wanted is empty).
-bool summaries_usable(const std::vector<blas::RowSummary>& summaries, const std::vector<bool>& wanted) {
+bool summaries_usable(const std::vector<blas::RowSummary>& summaries, const std::vector<bool>& wanted,
+                      blas::SummaryParts parts) {
   for (std::size_t r = 0; r < summaries.size(); ++r)
-    if ((wanted.empty() || wanted[r]) && !summary_usable(summaries[r])) return false;
+    if ((wanted.empty() || wanted[r]) && !summary_usable(summaries[r], parts)) return false;
   return true;
 }
 
@@ -153,7 +158,7 @@ const blas::PackedMatrix& DecoderEnsemble::packed_projection(Member& m) {
 }
 
 DecoderEnsemble::Output& DecoderEnsemble::step(const std::vector<std::int64_t>& previous, const std::vector<bool>& wanted,
-                                               std::int64_t skip, bool keep_logits) {
+                                               std::int64_t skip, bool keep_logits, bool log_probs) {
   const std::int64_t N = rows_, V = vocab_, S = source_length_;
   Output& out = out_;
   out.vocab = V;
@@ -180,26 +185,31 @@ DecoderEnsemble::Output& DecoderEnsemble::step(const std::vector<std::int64_t>& 
                           summarised ? summaries_.data() : nullptr, skip, store);
     };
     bool stored = !summarised || keep_logits;
+    // The product's epilogue (stored logits) always gives the sums.
+    blas::SummaryParts parts = blas::SummaryParts::All;
     Tensor logits;
     if (stored) {
       logits = project(true);
     } else {  // the summaries alone, from W as it is (blas::summarise_rows): greedy decoding packs no W
       const Tensor& W = m.model->project.weight, &bias = m.model->project.bias;
       const std::int64_t H = W.size(1);
+      if (!log_probs) parts = blas::SummaryParts::MaxAndBest;
       blas::summarise_rows(N, step.attentional.data<float>(), H, W.data<float>(), V, H, H,
-                           bias.defined() ? bias.data<float>() : nullptr, skip, summaries_.data());
-      if (!summaries_usable(summaries_, wanted)) {  // a row's passes need the logits
+                           bias.defined() ? bias.data<float>() : nullptr, skip, summaries_.data(), parts);
+      if (!summaries_usable(summaries_, wanted, parts)) {  // a row's passes need the logits
         logits = project(true);
         stored = true;
+        parts = blas::SummaryParts::All;
       }
     }
     const bool add = i > 0;
     for (std::int64_t r = 0; r < N; ++r) {
       if (!wanted.empty() && !wanted[r]) continue;
-      if (summarised && summary_usable(summaries_[r])) {
+      if (summarised && summary_usable(summaries_[r], parts)) {
         const blas::RowSummary& sum = summaries_[r];
         out.row_max[r] = sum.max;
-        out.log_norm[r] = static_cast<double>(sum.max) + std::log(sum.exp_sum);
+        out.log_norm[r] = parts == blas::SummaryParts::All ? static_cast<double>(sum.max) + std::log(sum.exp_sum)
+                                                           : std::numeric_limits<double>::quiet_NaN();
         out.best[r] = sum.best;
         out.best_logit[r] = sum.best_value;
         continue;
@@ -219,6 +229,7 @@ DecoderEnsemble::Output& DecoderEnsemble::step(const std::vector<std::int64_t>& 
     if (one) {
       out.logits = logits;
       out.logits_stored = stored;
+      out.normalised = parts == blas::SummaryParts::All;
       out.skip = skip;
     }
     if (step.weights.defined()) {
@@ -240,6 +251,8 @@ DecoderEnsemble::Output& DecoderEnsemble::step(const std::vector<std::int64_t>& 
 double DecoderEnsemble::Output::log_prob(std::int64_t row, std::int64_t token) const {
   if (!one_model) return log_probs[static_cast<std::size_t>(row * vocab + token)];
   if (!logits_stored) {
+    if (!normalised)
+      fail("decode: this step computed no log-probabilities (log_probs false: greedy decoding without scores)");
     if (token != best[static_cast<std::size_t>(row)])
       fail("decode: this step stored no logits (keep_logits false): row {} knows only its best token's "
            "log-probability, not token {}'s", row, token);

@@ -38,6 +38,7 @@ class DecoderEnsemble {
     std::vector<std::int64_t> best;  // one model: (N), the best token but the step's `skip`, or -1 when unknown
     std::vector<double> best_logit;  // one model: (N), z of `best` where best is known from the kernel
     bool logits_stored = true;       // false: a step with keep_logits false stored none (see step)
+    bool normalised = true;          // false: nor log_norm, where log_probs was false too (see step)
     std::int64_t skip = -1;          // the step's skip
     std::vector<double> log_probs;  // an ensemble: (N, V)
     std::vector<double> weights;    // (N, S) mean attention weights; empty when no model has attention
@@ -63,8 +64,12 @@ class DecoderEnsemble {
   // where every wanted row's summary is usable (a row of NaN or infinite logits
   // has them stored after all): then best_token, the log_prob of the best token
   // and exclude(row, skip) are what may be asked of the output (Error otherwise).
+  // log_probs false with keep_logits false (greedy decoding without scores)
+  // leaves out the normalisers too: the kernel takes no exponential, and
+  // best_token and exclude(row, skip) alone may be asked (where the logits
+  // were stored after all, log_prob too).
   Output& step(const std::vector<std::int64_t>& previous, const std::vector<bool>& wanted = {},
-               std::int64_t skip = -1, bool keep_logits = true);
+               std::int64_t skip = -1, bool keep_logits = true, bool log_probs = true);
   // Row r continues from row parents[r] of the last step (N): beam search's reordering.
   void reorder(const std::vector<std::int64_t>& parents);
 

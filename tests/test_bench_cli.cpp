@@ -86,7 +86,7 @@ TEST_CASE("bench --gemm-shapes lists where the products' time goes, adding up to
   // tiny model's are small): none with A^T.
   const bool routed_small = contains(r.out, "attend's packed AVX2 kernel (core/packed_gemm.hpp) for the weights it packs and for products");
   CHECK(contains(r.out, "attend  threads 1 "));
-  for (const std::string what : {"train step", "greedy", "beam K=5"}) {
+  for (const std::string what : {"train step", "greedy", "greedy+score", "beam K=5"}) {
     CAPTURE(what);
     const std::vector<ShapeRow> rows = shape_rows(lines, what);
     REQUIRE(rows.size() >= 3);  // encoder gates, decoder gates, output projection at least

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <memory>
 #include <numeric>
+#include <span>
 
 #include "core/limits.hpp"
 #include "decoding_oracle.hpp"
@@ -89,6 +90,50 @@ TEST_CASE("float32 greedy decoding: the kernel's row summaries pick what an ense
       CHECK(a[s].log_prob == doctest::Approx(b[s].log_prob).epsilon(1e-5));
     }
   }
+}
+
+TEST_CASE("greedy decoding without scores: the same tokens and attention, every score left at its default") {
+  // One float32 model then finds each row's best token alone in the output
+  // projection's kernel (blas::SummaryParts::MaxAndBest); float64 and an ensemble
+  // take the passes over log p, and leave the scores out too.
+  std::unique_ptr<Seq2Seq> model32 = small_model(23, AttentionKind::Additive, 40, Float32);
+  std::unique_ptr<Seq2Seq> model64 = small_model(23, AttentionKind::Additive, 40);
+  const Batch batch = sources({{4, 5, 6, 4, 5}, {6, 4}, {5}, {6, 5, 4}});
+  Seq2Seq* const alone32[] = {model32.get()};
+  Seq2Seq* const alone64[] = {model64.get()};
+  Seq2Seq* const twice[] = {model32.get(), model32.get()};
+  for (const auto& models : {std::span<Seq2Seq* const>(alone32), std::span<Seq2Seq* const>(alone64),
+                             std::span<Seq2Seq* const>(twice)})
+    for (const bool stop_at_eos : {true, false}) {
+      CAPTURE(models.size());
+      CAPTURE(stop_at_eos);
+      DecodeOptions o;
+      o.stop_at_eos = stop_at_eos;
+      o.max_len_a = 0;
+      o.max_len_b = 12;
+      const std::vector<Hypothesis> scored = greedy_decode(models, batch, o);
+      o.scores = false;
+      const std::vector<Hypothesis> plain = greedy_decode(models, batch, o);
+      REQUIRE(plain.size() == scored.size());
+      for (std::size_t s = 0; s < plain.size(); ++s) {
+        CHECK(plain[s].tokens == scored[s].tokens);
+        CHECK(plain[s].attention == scored[s].attention);
+        CHECK(scored[s].log_prob < 0);
+        CHECK(plain[s].log_prob == 0);
+        CHECK(plain[s].score == 0);
+        CHECK(plain[s].length_penalty == 1);
+        CHECK(plain[s].coverage_penalty == 0);
+      }
+    }
+  // The step itself: with neither logits nor log_probs, a row's log p cannot be asked.
+  DecoderEnsemble ensemble(alone32, batch, 1);
+  const std::vector<std::int64_t> previous(4, Vocabulary::kBos);
+  DecoderEnsemble::Output& step = ensemble.step(previous, {}, -1, /*keep_logits=*/false, /*log_probs=*/false);
+  CHECK_FALSE(step.logits_stored);
+  CHECK_FALSE(step.normalised);
+  const std::int64_t best = step.best_token(0);
+  CHECK(best >= 0);
+  CHECK_THROWS_WITH_AS(step.log_prob(0, best), doctest::Contains("no log-probabilities"), Error);
 }
 
 TEST_CASE("two models by hand: each step's log p is the mean of their log_softmax, the attention the mean of theirs") {

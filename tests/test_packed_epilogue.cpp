@@ -131,9 +131,18 @@ void check_epilogue(std::int64_t M, std::int64_t N, std::int64_t K, float beta, 
       // are the kernel's bit for bit, so the oracle's pass over them is exact.
       std::vector<blas::RowSummary> turned(static_cast<std::size_t>(M));
       blas::detail::summarise_rows(M, x.data(), K, w.data(), N, K, K, bias.data(), skip, turned.data(), kernel);
+      // Without the sums: the same maximum and best, -inf, NaN and all; no sum.
+      std::vector<blas::RowSummary> best_only(static_cast<std::size_t>(M));
+      blas::detail::summarise_rows(M, x.data(), K, w.data(), N, K, K, bias.data(), skip, best_only.data(), kernel,
+                                   blas::SummaryParts::MaxAndBest);
       for (std::int64_t i = 0; i < M; ++i) {
         CAPTURE(i);
-        check_summary(turned[static_cast<std::size_t>(i)], summary_of(got.data() + i * ldy, N, skip));
+        const blas::RowSummary &t = turned[static_cast<std::size_t>(i)], &b = best_only[static_cast<std::size_t>(i)];
+        check_summary(t, summary_of(got.data() + i * ldy, N, skip));
+        CHECK(b.best == t.best);
+        CHECK((b.best_value == t.best_value || (std::isnan(b.best_value) && std::isnan(t.best_value))));
+        CHECK((b.max == t.max || (std::isnan(b.max) && std::isnan(t.max))));
+        CHECK(std::isnan(b.exp_sum));
       }
     }
 }
@@ -305,9 +314,17 @@ TEST_CASE("summarise_rows: x in groups of panels and panels left over, strided x
           blas::detail::packed_product(M, x.data(), ldx, packed, 0.0f, y.data(), N, kernel, {bias.data(), nullptr, -1});
           std::vector<blas::RowSummary> rows(static_cast<std::size_t>(M));
           blas::detail::summarise_rows(M, x.data(), ldx, w.data(), N, K, ldw, bias.data(), skip, rows.data(), kernel);
+          std::vector<blas::RowSummary> best_only(static_cast<std::size_t>(M));
+          blas::detail::summarise_rows(M, x.data(), ldx, w.data(), N, K, ldw, bias.data(), skip, best_only.data(),
+                                       kernel, blas::SummaryParts::MaxAndBest);
           for (std::int64_t i = 0; i < M; ++i) {
             CAPTURE(i);
-            check_summary(rows[static_cast<std::size_t>(i)], summary_of(y.data() + i * N, N, skip));
+            const blas::RowSummary want = summary_of(y.data() + i * N, N, skip), &b = best_only[static_cast<std::size_t>(i)];
+            check_summary(rows[static_cast<std::size_t>(i)], want);
+            CHECK(b.max == want.max);
+            CHECK(b.best == want.best);
+            CHECK(b.best_value == want.best_value);
+            CHECK(std::isnan(b.exp_sum));
           }
         }
       }
@@ -325,12 +342,20 @@ TEST_CASE("summarise_rows: hand-computed values, empty products and bad strides"
   CHECK(row.best == 2);
   CHECK(row.best_value == 3);
   CHECK(row.exp_sum == doctest::Approx(std::exp(-2.0) + std::exp(-1.0) + 1.0).epsilon(1e-6));
+  blas::summarise_rows(1, x.data(), 2, w.data(), 3, 2, 2, nullptr, 2, &row, blas::SummaryParts::MaxAndBest);
+  CHECK(row.max == 3);
+  CHECK(row.best == 1);  // column 2 skipped
+  CHECK(row.best_value == 2);
+  CHECK(std::isnan(row.exp_sum));
   std::vector<blas::RowSummary> rows(2);
   rows[0].best = 7;
   blas::summarise_rows(2, x.data(), 2, w.data(), 0, 2, 2, nullptr, -1, rows.data());  // no columns
   CHECK(rows[0].best == -1);
   CHECK(rows[0].max == -kInf);
   CHECK(rows[0].exp_sum == 0);
+  blas::summarise_rows(2, x.data(), 2, w.data(), 0, 2, 2, nullptr, -1, rows.data(), blas::SummaryParts::MaxAndBest);
+  CHECK(rows[1].best == -1);
+  CHECK(std::isnan(rows[1].exp_sum));  // not asked for, even of no columns
   CHECK_THROWS_WITH_AS(blas::summarise_rows(1, x.data(), 1, w.data(), 3, 2, 2, nullptr, -1, &row),
                        doctest::Contains("row stride 1 of x"), Error);
   CHECK_THROWS_WITH_AS(blas::summarise_rows(1, x.data(), 2, w.data(), 3, 2, 1, nullptr, -1, &row),

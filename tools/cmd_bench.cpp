@@ -207,7 +207,9 @@ Timed bench_training(const BenchFlags& f, Seq2Seq& model, const Batch& batch) {
 
 // Greedy decoding and beam search over exactly decode_steps output tokens per
 // sentence: no stop at </s>, so that every run does the same work and the twin
-// (bench/torch_decode.py) does it too.
+// (bench/torch_decode.py) does it too. "greedy" keeps no scores, as its twin
+// takes the argmax alone (DecodeOptions::scores; what `attend translate` runs
+// without --n-best); "greedy+score" is the same with every token's log p.
 std::vector<Timed> bench_decoding(const BenchFlags& f, Seq2Seq& model, const Batch& batch) {
   model.eval();
   const std::int64_t steps = f.decode_steps > 0 ? f.decode_steps : f.tgt_len;
@@ -217,9 +219,17 @@ std::vector<Timed> bench_decoding(const BenchFlags& f, Seq2Seq& model, const Bat
   o.max_len_b = steps;
   o.stop_at_eos = false;
   const double tokens = static_cast<double>(f.batch * steps);
+  struct Kind {
+    std::int64_t beam;
+    bool scores;
+    std::string what;
+  };
+  std::vector<Kind> kinds = {{1, false, "greedy"}, {1, true, "greedy+score"}};
+  if (f.beam > 1) kinds.push_back({f.beam, true, fmt::format("beam K={}", f.beam)});
   std::vector<Timed> out;
-  for (const std::int64_t beam : {std::int64_t{1}, f.beam}) {
-    o.beam = beam;
+  for (const Kind& kind : kinds) {
+    o.beam = kind.beam;
+    o.scores = kind.scores;
     std::vector<double> times;
     for (int i = 0; i < 1 + runs; ++i) {
       if (i == 1) blas::set_gemm_timing(true);
@@ -231,13 +241,11 @@ std::vector<Timed> bench_decoding(const BenchFlags& f, Seq2Seq& model, const Bat
           fail("bench: a hypothesis has {} tokens, not the {} asked for", h.tokens.size(), steps);
     }
     const std::string extra = fmt::format("   ({} sentences x {} tokens)", f.batch, steps);
-    const std::string what = beam == 1 ? "greedy" : fmt::format("beam K={}", beam);
     const Summary s = summarise(times);
-    print_times(what.c_str(), s, tokens, extra);
-    Timed t{what, s.median, flops_per_decode(f, steps, beam)};
+    print_times(kind.what.c_str(), s, tokens, extra);
+    Timed t{kind.what, s.median, flops_per_decode(f, steps, kind.beam)};
     take_gemm_stats(t, runs);
     out.push_back(t);
-    if (f.beam == 1) break;
   }
   return out;
 }

@@ -20,7 +20,7 @@ struct DecodeFlags {
   std::int64_t beam = 1, n_best = 1;
   std::string length_penalty = "average";
   double alpha = 0.6, coverage = 0.0;
-  DecodeOptions options() const;  // checked: n_best <= beam, coverage needs a beam
+  DecodeOptions options() const;  // checked: n_best <= beam, coverage needs a beam; scores only for n-best lines
 };
 void add_decode_flags(CLI::App* cmd, DecodeFlags& f, bool n_best);
 

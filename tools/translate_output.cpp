@@ -108,6 +108,7 @@ DecodeOptions DecodeFlags::options() const {
   o.length_penalty = parse_length_penalty(length_penalty);
   o.length_alpha = alpha;
   o.coverage_beta = coverage;
+  o.scores = n_best > 1;  // only the n-best lines show them
   return o;
 }
 
