@@ -3,7 +3,10 @@
 # (bench/torch_decode.py, Debian's python3-torch) with the same flags,
 # alternately for ROUNDS rounds (default 5). Both decode the same batch of random
 # sentences for exactly --decode-steps tokens each (default --tgt-len), greedily
-# and with a beam of --beam (default 5), never stopping at </s>. Prints each
+# and with a beam of --beam (default 5), never stopping at </s>. The twin's
+# greedy decoding takes the argmax alone, and so does attend's "greedy"; its
+# "greedy+score" (each token's log p too) is reported against the same twin,
+# on the "+score" lines. Prints each
 # side's median tokens/s over the rounds (each round's figure is the median of
 # its runs), the range, the ratio of the medians, the speed-up within each
 # round (its median and range: the machine drifts less within a round than
@@ -29,7 +32,7 @@ floor_rate() {
   awk -v ms="$ms" -v t="$tokens" 'BEGIN {split(t, x, " "); printf "%.0f", x[1] * x[2] / (ms / 1e3)}'
 }
 source "$(dirname "$0")/same_kernels.sh"  # same_kernels ATTEND_OUTPUT TWIN_OUTPUT
-a_greedy=() t_greedy=() a_beam=() t_beam=() f_greedy=() f_beam=() r_greedy=() r_beam=()
+a_greedy=() t_greedy=() a_beam=() t_beam=() f_greedy=() f_beam=() r_greedy=() r_beam=() a_scored=() r_scored=()
 for ((r = 1; r <= rounds; ++r)); do
   a="$("$attend_bin" bench --no-train "$@")"
   t="$("$python" bench/torch_decode.py "$@")"
@@ -37,9 +40,11 @@ for ((r = 1; r <= rounds; ++r)); do
   if ((r == 1)); then printf '%s\n\n%s\n\n' "$a" "$t"; fi
   a_greedy+=("$(rate greedy "$a")") t_greedy+=("$(rate greedy "$t")")
   a_beam+=("$(rate beam "$a")") t_beam+=("$(rate beam "$t")")
+  a_scored+=("$(rate greedy+score "$a")")  # attend's greedy with every token's log p, against the same twin
   f_greedy+=("$(floor_rate greedy "$a")")
   if [[ -n "${a_beam[-1]}" ]]; then f_beam+=("$(floor_rate "beam K=[0-9]*" "$a")"); fi
   r_greedy+=("$(awk -v a="${a_greedy[-1]}" -v t="${t_greedy[-1]}" 'BEGIN {printf "%.2f", a / t}')")
+  r_scored+=("$(awk -v a="${a_scored[-1]}" -v t="${t_greedy[-1]}" 'BEGIN {printf "%.2f", a / t}')")
   if [[ -n "${a_beam[-1]}" ]]; then
     r_beam+=("$(awk -v a="${a_beam[-1]}" -v t="${t_beam[-1]}" 'BEGIN {printf "%.2f", a / t}')")
   fi
@@ -61,4 +66,7 @@ report() {  # what, then attend's, pytorch's, the floor's and the rounds' speed-
 }
 echo "decoding over $rounds alternating rounds, median (min-max) of each round's median:"
 report greedy "${a_greedy[*]}" "${t_greedy[*]}" "${f_greedy[*]}" "${r_greedy[*]}"
+# attend's greedy keeps no scores, as its twin takes the argmax alone; with
+# every token's log p (DecodeOptions::scores), against the same twin:
+report "+score" "${a_scored[*]}" "${t_greedy[*]}" "${f_greedy[*]}" "${r_scored[*]}"
 if [[ -n "${a_beam[0]}" ]]; then report "beam" "${a_beam[*]}" "${t_beam[*]}" "${f_beam[*]}" "${r_beam[*]}"; fi
