@@ -61,7 +61,9 @@ class PackedMatrix {
 // product (M greedy decoding: 64 rows of 8,000 read three times per step).
 struct RowSummary {
   float max = -std::numeric_limits<float>::infinity();         // max_n z_n, NaN passed over
-  double exp_sum = 0;  // sum_n e^(z_n - max), fast_math::exp; NaN with a NaN z_n, or not asked for (SummaryParts); meaningless while max is -inf
+  // sum_n e^(z_n - max), fast_math::exp; NaN with a NaN z_n, or where not asked
+  // for (SummaryParts::MaxAndBest); meaningless while max is -inf
+  double exp_sum = 0;
   float best_value = -std::numeric_limits<float>::infinity();  // max_n z_n over n != skip
   std::int64_t best = -1;  // the first n != skip with z_n == best_value; -1 when no z_n is above -inf
 };

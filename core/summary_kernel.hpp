@@ -157,7 +157,8 @@ template <class V, int R, int P, bool kSums>
                                                      const float* bias, std::int64_t skip, bool flush,
                                                      bool prefetch, ColumnLanes* lanes) {
   if constexpr (R > 1) {
-    if (rows < R) return column_block_rows<V, R - 1, P, kSums>(rows, w, ldw, xp, p0, n0, bias, skip, flush, prefetch, lanes);
+    if (rows < R)
+      return column_block_rows<V, R - 1, P, kSums>(rows, w, ldw, xp, p0, n0, bias, skip, flush, prefetch, lanes);
   }
   column_block<V, R, P, kSums>(w, ldw, xp, p0, n0, bias, skip, flush, prefetch, lanes);
 }
