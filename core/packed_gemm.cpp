@@ -193,7 +193,7 @@ void summarise_rows(std::int64_t m, const float* x, std::int64_t ldx, const floa
   }();
   for (std::int64_t i = 0; i < m; ++i) {
     rows[i] = fold_lane(lanes[static_cast<std::size_t>(i / PackedMatrix::kPanel)], i % PackedMatrix::kPanel);
-    if (!sums) rows[i].exp_sum = std::numeric_limits<double>::quiet_NaN();
+    if (!sums) rows[i].exp_sum = empty.exp_sum;  // NaN: not asked for
   }
 }
 

@@ -185,21 +185,21 @@ template <class V, int R, int P, bool kSums>
 // Every panel of x: P at a time with R columns per block, then those left one
 // at a time with R1 columns per block (more columns for fewer panels, so that
 // a block keeps as many accumulators busy).
-// sums false: the maximum and best alone (kSums).
+template <class V, int R, int P, int R1, bool kSums>
+[[gnu::always_inline]] inline void all_panels(std::int64_t N, const float* w, std::int64_t ldw, const PackedMatrix& xp,
+                                              const float* bias, std::int64_t skip, ColumnLanes* lanes) {
+  const std::int64_t panels = (xp.n() + PackedMatrix::kPanel - 1) / PackedMatrix::kPanel, grouped = panels / P * P;
+  if (grouped > 0) columns<V, R, P, kSums>(N, w, ldw, xp, 0, grouped, bias, skip, lanes);
+  if (grouped < panels) columns<V, R1, 1, kSums>(N, w, ldw, xp, grouped, panels, bias, skip, lanes);
+}
+
+// The same with the sums or (sums false) the maximum and best alone (kSums).
 template <class V, int R, int P, int R1>
 [[gnu::always_inline]] inline void run_summary(std::int64_t N, const float* w, std::int64_t ldw,
                                                const PackedMatrix& xp, const float* bias, std::int64_t skip,
                                                bool sums, ColumnLanes* lanes) {
-  const std::int64_t panels = (xp.n() + PackedMatrix::kPanel - 1) / PackedMatrix::kPanel, grouped = panels / P * P;
-  // Two branches, not a generic lambda: a lambda is a function of its own,
-  // without the caller's target attribute.
-  if (sums) {
-    if (grouped > 0) columns<V, R, P, true>(N, w, ldw, xp, 0, grouped, bias, skip, lanes);
-    if (grouped < panels) columns<V, R1, 1, true>(N, w, ldw, xp, grouped, panels, bias, skip, lanes);
-  } else {
-    if (grouped > 0) columns<V, R, P, false>(N, w, ldw, xp, 0, grouped, bias, skip, lanes);
-    if (grouped < panels) columns<V, R1, 1, false>(N, w, ldw, xp, grouped, panels, bias, skip, lanes);
-  }
+  if (sums) return all_panels<V, R, P, R1, true>(N, w, ldw, xp, bias, skip, lanes);
+  all_panels<V, R, P, R1, false>(N, w, ldw, xp, bias, skip, lanes);
 }
 
 }  // namespace
