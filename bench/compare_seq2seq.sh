@@ -9,12 +9,18 @@
 # products alone at the sgemm rate) and the largest speed-up over PyTorch that
 # floor allows. PyTorch's step time varies from one process to the next here
 # (19 to 30 ms at config S, with the same flags), hence the rounds.
+# ATTEND_STEPS=N times N steps on attend's side instead of --steps (the twin
+# keeps --steps), so that both sides' timed windows can span about the same
+# wall-clock time: at config S, 20 of attend's steps take ~60 ms and 20 of the
+# twin's ~400 ms, and a slow spell of this machine lasting a tenth of a second
+# can cover all of attend's window and no more than a quarter of the twin's.
+# Each side's timed window is printed.
 # TORCH_FLAGS="--project-all" compares with the twin that embeds all target
 # steps at once and runs the output projection once over all time steps.
 # Usage, from the repository root (S: ~1 minute; M with --steps 3: ~2-4 minutes):
 #   S="--embed 32 --hidden 64 --batch 16 --src-len 20 --tgt-len 20 --vocab 1000 --attention additive"
 #   M="--embed 128 --hidden 256 --batch 64 --src-len 30 --tgt-len 30 --vocab 8000 --attention additive"
-#   ROUNDS=11 bench/compare_seq2seq.sh $S --threads 1 --steps 20
+#   ROUNDS=11 ATTEND_STEPS=140 bench/compare_seq2seq.sh $S --threads 1 --steps 20
 #   ROUNDS=5 TORCH_FLAGS=--project-all bench/compare_seq2seq.sh $M --threads 1 --steps 3 --warmup 5
 # (at M, the first steps still take fresh pages while the storage cache fills,
 # the fourth ~200 of them: with --warmup 5 the timed steps are steady, see the
@@ -24,6 +30,15 @@ attend_bin="${ATTEND:-build/release/tools/attend}"
 python="${TORCH_PYTHON:-/usr/bin/python3}"
 rounds="${ROUNDS:-5}"
 read -r -a torch_flags <<<"${TORCH_FLAGS:-}"
+attend_args=("$@") twin_steps=20  # 20: both sides' default --steps
+for ((i = 0; i < ${#attend_args[@]}; ++i)); do
+  if [[ ${attend_args[i]} == --steps ]]; then
+    twin_steps="${attend_args[i + 1]}"
+    [[ -n "${ATTEND_STEPS:-}" ]] && attend_args[i + 1]="$ATTEND_STEPS"
+  fi
+done
+[[ -n "${ATTEND_STEPS:-}" && " ${attend_args[*]} " != *" --steps "* ]] && attend_args+=(--steps "$ATTEND_STEPS")
+attend_steps="${ATTEND_STEPS:-$twin_steps}"
 step() { awk '/^train step/ {print $4}' <<<"$1"; }
 rss() { awk '/^peak RSS/ {print $3}' <<<"$1"; }
 sgemm_share() { sed -n 's/^sgemm .* runs at \([0-9.]*\)% of it$/\1/p' <<<"$1"; }
@@ -32,7 +47,7 @@ floor_ms() { sed -n "s/^floor .*$1 \([0-9.]*\) ms.*/\1/p" <<<"$2"; }
 source "$(dirname "$0")/same_kernels.sh"  # same_kernels ATTEND_OUTPUT TWIN_OUTPUT
 a_steps=() t_steps=() ratios=() shares=() floors=() a_rss=0 t_rss=0
 for ((r = 1; r <= rounds; ++r)); do
-  a="$("$attend_bin" bench --no-decode "$@")"
+  a="$("$attend_bin" bench --no-decode "${attend_args[@]}")"
   t="$("$python" bench/torch_seq2seq.py "$@" "${torch_flags[@]}")"
   same_kernels "$a" "$t"
   if ((r == 1)); then printf '%s\n\n%s\n\n' "$a" "$t"; fi
@@ -50,11 +65,12 @@ read -r sm smin smax < <(printf '%s\n' "${shares[@]}" | summary)
 read -r fm fmin fmax < <(printf '%s\n' "${floors[@]}" | summary)
 awk -v am="$am" -v amin="$amin" -v amax="$amax" -v tm="$tm" -v tmin="$tmin" -v tmax="$tmax" -v n="$rounds" \
     -v ra="$a_rss" -v rt="$t_rss" -v rmin="$rmin" -v rmax="$rmax" -v sm="$sm" -v smin="$smin" -v smax="$smax" \
-    -v fm="$fm" -v fmin="$fmin" -v fmax="$fmax" \
+    -v fm="$fm" -v fmin="$fmin" -v fmax="$fmax" -v as="$attend_steps" -v ts="$twin_steps" \
     -v twin="pytorch${TORCH_FLAGS:+ ($TORCH_FLAGS)}" 'BEGIN {
   printf "training step over %d alternating rounds, median (min-max) of each round'"'"'s median:\n", n
   printf "  attend %.2f ms (%.2f-%.2f), %s %.2f ms (%.2f-%.2f): attend is %.2fx as fast\n", am, amin, amax, twin, tm, tmin, tmax, tm / am
   printf "  speed-up within each round: %.2fx to %.2fx\n", rmin, rmax
+  printf "  timed window of a round: attend %d steps (~%.0f ms), %s %d steps (~%.0f ms)\n", as, as * am, twin, ts, ts * tm
   printf "  attend at %.0f%% (%.0f-%.0f%%) of the sgemm rate measured in its run\n", sm, smin, smax
   printf "  the products alone at that rate: %.2f ms (%.2f-%.2f), so nothing doing them through this OpenBLAS is more than %.2fx as fast as %s\n", fm, fmin, fmax, tm / fm, twin
   printf "peak RSS: attend %d MB, pytorch %d MB (%.2f of pytorch)\n", ra, rt, ra / rt

@@ -25,12 +25,15 @@ run() {  # run NAME [VAR=value...] COMMAND...: logs the whole output, shows the 
   tail -n 12 "$log"
 }
 run s-greedy-beam bench/compare_decode.sh "${S[@]}" --threads 1 --decode-runs 20
-run s-train ROUNDS=11 bench/compare_seq2seq.sh "${S[@]}" --threads 1 --steps 20
+# S training: attend times 140 steps, ~0.4 s like the twin's 20 (compare_seq2seq.sh
+# says why), and then, as before 2026-12-07, 20 steps like the twin
+run s-train ROUNDS=11 ATTEND_STEPS=140 bench/compare_seq2seq.sh "${S[@]}" --threads 1 --steps 20
+run s-train-20-steps ROUNDS=11 bench/compare_seq2seq.sh "${S[@]}" --threads 1 --steps 20
 run m-greedy-beam ROUNDS=5 bench/compare_decode.sh "${M[@]}" --threads 1 --decode-runs 3
 run m-train-project-all ROUNDS=5 TORCH_FLAGS=--project-all bench/compare_seq2seq.sh "${M[@]}" --threads 1 --steps 3 --warmup 5
 run lstm-onednn bench/compare_lstm_onednn.sh
 run translate-10k bench/time_translate.sh
 run toy-memory bench/toy_memory.sh
 run m-train-tutorial ROUNDS=3 bench/compare_seq2seq.sh "${M[@]}" --threads 1 --steps 3 --warmup 5
-run s-train-2-threads ROUNDS=3 bench/compare_seq2seq.sh "${S[@]}" --threads 2 --steps 20
+run s-train-2-threads ROUNDS=3 ATTEND_STEPS=140 bench/compare_seq2seq.sh "${S[@]}" --threads 2 --steps 20
 run s-decode-2-threads ROUNDS=3 bench/compare_decode.sh "${S[@]}" --threads 2 --decode-runs 20
