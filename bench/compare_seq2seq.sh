@@ -11,9 +11,12 @@
 # (19 to 30 ms at config S, with the same flags), hence the rounds.
 # ATTEND_STEPS=N times N steps on attend's side instead of --steps (the twin
 # keeps --steps), so that both sides' timed windows can span about the same
-# wall-clock time: at config S, 20 of attend's steps take ~60 ms and 20 of the
-# twin's ~400 ms, and a slow spell of this machine lasting a tenth of a second
-# can cover all of attend's window and no more than a quarter of the twin's.
+# wall-clock time. At config S, 20 of attend's steps take ~60 ms and 20 of the
+# twin's ~400 ms. This machine has slow spells, from a few steps to whole runs
+# (on 2026-12-07, of 24 runs of 20 steps in a row, 11 had a median of 3.7-4.4 ms
+# against 2.8-2.9 ms in the rest): a spell of 0.1 s covers all of attend's
+# window but not half of the twin's, so it moves attend's median and not the
+# twin's, and a round's ratio with it.
 # Each side's timed window is printed.
 # TORCH_FLAGS="--project-all" compares with the twin that embeds all target
 # steps at once and runs the output projection once over all time steps.
