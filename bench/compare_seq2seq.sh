@@ -14,7 +14,7 @@
 # wall-clock time. At config S, 20 of attend's steps take ~60 ms and 20 of the
 # twin's ~400 ms. This machine has slow spells, from a few steps to whole runs
 # (on 2026-12-07, of 24 runs of 20 steps in a row, 11 had a median of 3.7-4.4 ms
-# against 2.8-2.9 ms in the rest): a spell of 0.1 s covers all of attend's
+# against 2.8-3.1 ms in the rest): a spell of 0.1 s covers all of attend's
 # window but not half of the twin's, so it moves attend's median and not the
 # twin's, and a round's ratio with it.
 # Each side's timed window is printed.
