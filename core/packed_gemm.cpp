@@ -68,18 +68,6 @@ RowSummary fold(const LaneSummary& lanes) {
   return out;
 }
 
-// The same start for the column lanes, each lane a whole row.
-kernels::ColumnLanes empty_column_lanes() {
-  kernels::ColumnLanes s;
-  std::fill_n(s.max, PackedMatrix::kPanel, -std::numeric_limits<float>::infinity());
-  std::fill_n(s.ref, PackedMatrix::kPanel, std::numeric_limits<float>::lowest());
-  std::fill_n(s.partial, PackedMatrix::kPanel, 0.0f);
-  std::fill_n(s.best_value, PackedMatrix::kPanel, -std::numeric_limits<float>::infinity());
-  std::fill_n(s.best, PackedMatrix::kPanel, -1);
-  std::fill_n(s.exp_sum, PackedMatrix::kPanel, 0.0);
-  return s;
-}
-
 // Lane l of a panel's column lanes as its row's summary: as fold() with one lane.
 RowSummary fold_lane(const kernels::ColumnLanes& lanes, std::int64_t l) {
   RowSummary out;
@@ -183,7 +171,7 @@ void summarise_rows(std::int64_t m, const float* x, std::int64_t ldx, const floa
   // The panels' lanes, in a buffer each thread keeps: no fresh pages per call.
   thread_local std::vector<kernels::ColumnLanes> lanes;
   const std::int64_t panels = (m + PackedMatrix::kPanel - 1) / PackedMatrix::kPanel;
-  lanes.assign(static_cast<std::size_t>(panels), empty_column_lanes());
+  lanes.assign(static_cast<std::size_t>(panels), kernels::empty_column_lanes());
   [&] {
 #if defined(ATTEND_PACKED_WIDE)
     if (kernel == PackedKernel::Avx512) return kernels::summarise_avx512(n, w, ldw, xp, bias, skip, sums, lanes.data());

@@ -1,8 +1,10 @@
 #pragma once
 // The packed product's kernel, included by core/packed_gemm*.cpp alone (users
-// include core/packed_gemm.hpp): the templates every instruction set's kernel is
-// made from, and the kernels' declarations. Each kernel has a file of its own,
-// compiled for its target, so that the build compiles them side by side.
+// include core/packed_gemm.hpp; bench/kernel_shapes.cpp instantiates the
+// templates at other block shapes, to time them): the templates every
+// instruction set's kernel is made from, and the kernels' declarations. Each
+// kernel has a file of its own, compiled for its target, so that the build
+// compiles them side by side.
 // Letters as in packed_gemm.hpp: x (M, K), W (N, K), y (M, N); R rows of x and
 // P panels (16 P columns of y) per block.
 #include <algorithm>

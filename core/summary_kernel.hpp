@@ -1,8 +1,8 @@
 #pragma once
 // The kernel of blas::summarise_rows (core/packed_gemm.hpp): the row summaries
 // of y = x @ W^T + bias, with no y and no packed W. Included by
-// core/packed_gemm*.cpp after core/packed_kernel.hpp, whose vector types,
-// loads, any_lane and exp2 it shares.
+// core/packed_gemm*.cpp (and bench/kernel_shapes.cpp) after
+// core/packed_kernel.hpp, whose vector types, loads, any_lane and exp2 it shares.
 //
 // The product runs turned around, y^T = W @ x^T: the kernel's rows are W's
 // rows, read where they are (R of them, R columns of y, per block), and its
@@ -15,6 +15,10 @@
 // Letters: x (M, K), W (N, K), y (M, N); a block is R columns of y (rows of W)
 // by P panels (16 P rows of y).
 #include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 
@@ -34,6 +38,18 @@ struct ColumnLanes {
   std::int32_t best[PackedMatrix::kPanel];
   double exp_sum[PackedMatrix::kPanel];
 };
+
+// The lanes before any column: what summarise_rows starts each panel from.
+inline ColumnLanes empty_column_lanes() {
+  ColumnLanes s;
+  std::fill_n(s.max, PackedMatrix::kPanel, -std::numeric_limits<float>::infinity());
+  std::fill_n(s.ref, PackedMatrix::kPanel, std::numeric_limits<float>::lowest());
+  std::fill_n(s.partial, PackedMatrix::kPanel, 0.0f);
+  std::fill_n(s.best_value, PackedMatrix::kPanel, -std::numeric_limits<float>::infinity());
+  std::fill_n(s.best, PackedMatrix::kPanel, -1);
+  std::fill_n(s.exp_sum, PackedMatrix::kPanel, 0.0);
+  return s;
+}
 
 #if defined(ATTEND_PACKED_WIDE)
 __attribute__((target("arch=x86-64-v4"))) void summarise_avx512(std::int64_t N, const float* w, std::int64_t ldw,
