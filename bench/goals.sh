@@ -24,6 +24,7 @@ run() {  # run NAME [VAR=value...] COMMAND...: logs the whole output, shows the 
   env "$@" >"$log" 2>&1 || { echo "failed: see $log" >&2; return 1; }
   tail -n 12 "$log"
 }
+run kernel-shapes build/release/bench/bench_kernel_shapes
 run s-greedy-beam bench/compare_decode.sh "${S[@]}" --threads 1 --decode-runs 20
 # S training: attend times 140 steps, ~0.4 s like the twin's 20 (compare_seq2seq.sh
 # says why), and then, as before 2026-12-07, 20 steps like the twin
