@@ -106,7 +106,16 @@ bool avx512_kernels(const std::string& openblas_name) {
 // than kOpenBlasOneThreadUpTo multiply-adds. OpenBLAS runs the smaller ones on one
 // thread whatever its thread count (measured with 0.3.21 at 2 threads: CPU time /
 // wall time 1.00 for 64 x 64 x 64, 2.0 for 65 x 65 x 65).
+// The AVX-512 kernel on one thread still beats OpenBLAS's (non-AVX-512) kernels on
+// two up to kAvx512OverThreadsUpTo multiply-adds: on the Zen 5 of 2026-12-07, NT
+// with packing at the call, GFLOP/s packed (1 thread) against OpenBLAS (2):
+// 16 x 256 x 96 105 / 57, 320 x 256 x 32 168 / 71, 320 x 1000 x 64 179 / 136,
+// 64 x 1024 x 256 164 / 156; above it, 64 x 8000 x 256 123 / 159 (packing W, 8 MB,
+// at every call). S training at 2 threads was ~26% faster with every product on
+// the packed kernel (12 alternating pairs, step time ratio 0.737, 0.685-0.768)
+// and then as fast as at one thread; M's products above it stay on OpenBLAS.
 constexpr double kOpenBlasOneThreadUpTo = 64.0 * 64.0 * 64.0;
+constexpr double kAvx512OverThreadsUpTo = 32.0 * 1024.0 * 1024.0;  // 2^25: 320 x 1000 x 64 is 2^24.3
 constexpr double kAvx2SmallUpTo = 64.0 * 256.0 * 512.0;  // M decoding's combine layer
 
 enum class Routing { None, Avx512, Avx2Small };
@@ -128,7 +137,8 @@ bool route_to_packed(float alpha, bool trans_a, std::int64_t m, std::int64_t n, 
   if (r == Routing::None || alpha != 1.0f || !packed_routing.load(std::memory_order_relaxed)) return false;
   const double mnk = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   if (r == Routing::Avx2Small && (trans_a || mnk > kAvx2SmallUpTo)) return false;
-  return mnk <= kOpenBlasOneThreadUpTo || num_threads() == 1;
+  if (mnk <= kOpenBlasOneThreadUpTo || num_threads() == 1) return true;
+  return r == Routing::Avx512 && mnk <= kAvx512OverThreadsUpTo;
 }
 }  // namespace
 
@@ -141,7 +151,7 @@ std::string float_products() {
   switch (routing()) {
     case Routing::Avx512:
       return "attend's packed AVX-512 kernel (core/packed_gemm.hpp); with more than one OpenBLAS thread, "
-             "those over 64^3 multiply-adds on OpenBLAS";
+             "those over 2^25 multiply-adds on OpenBLAS";
     case Routing::Avx2Small:
       return "OpenBLAS, and attend's packed AVX2 kernel (core/packed_gemm.hpp) for the weights it packs and for "
              "products of op(A) = A of at most 64 x 256 x 512 multiply-adds (64^3 with more than one OpenBLAS thread)";

@@ -10,10 +10,11 @@ namespace attend::blas {
 // A is (M, K) after op, B is (K, N) after op, C is (M, N); ld* are row strides.
 // float32 products with alpha 1 run on attend's packed kernel instead
 // (core/packed_gemm.hpp) where it is the faster. OpenBLAS's kernels must not be
-// AVX-512, and OpenBLAS must have one thread or the product be one it would not
-// split over its threads (at most 64^3 multiply-adds). Then: where the kernel's
-// AVX-512 build runs, every such product; where its AVX2 build is the widest,
-// the small ones (at most 64 x 256 x 512 multiply-adds) with op(A) = A.
+// AVX-512. Then: where the kernel's AVX-512 build runs, every such product when
+// OpenBLAS has one thread, and those of at most 2^25 multiply-adds when it has
+// more; where its AVX2 build is the widest, the small ones (at most 64 x 256 x
+// 512 multiply-adds) with op(A) = A, and with more than one OpenBLAS thread only
+// those OpenBLAS would not split over its threads (at most 64^3).
 // Everything else runs OpenBLAS.
 void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
           const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,

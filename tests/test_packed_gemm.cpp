@@ -366,19 +366,27 @@ TEST_CASE("blas::gemm hands float32 products with alpha 1 to the packed kernel o
   }
   CHECK(blas::packed_routing_active() == expected);
   // OpenBLAS splits products over threads, the packed kernel does not: at 2
-  // threads it keeps the products it would split (over 64^3 multiply-adds), and
-  // the small ones, which it runs on one thread, still go to the packed kernel.
+  // threads OpenBLAS keeps the products of over 2^25 multiply-adds; the AVX-512
+  // kernel keeps those up to 2^25 (faster on one thread than OpenBLAS's kernels
+  // on two), so 65^3, which OpenBLAS would split, is still its.
   blas::set_num_threads(2);
   CHECK(!blas::packed_routing_active());
   CHECK(counted_packed(1.0f) == expected);  // 4 x 5 x 8
-  const std::vector<float> big_a(65 * 65, 0.5f), big_b(65 * 65, 0.25f);
-  std::vector<float> big_c(65 * 65);
-  blas::set_gemm_timing(true);
-  blas::gemm(false, false, 65, 65, 65, 1.0f, big_a.data(), 65, big_b.data(), 65, 0.0f, big_c.data(), 65);
-  blas::set_gemm_timing(false);
-  REQUIRE(blas::gemm_shape_stats().size() == 1);
-  CHECK(!blas::gemm_shape_stats()[0].packed);
-  CHECK(big_c[0] == doctest::Approx(65 * 0.125));
+  // C (n, n) = A @ B with A = 0.5 and B = 0.25 everywhere: whether it ran packed.
+  auto square_packed = [](std::int64_t n) {
+    const std::vector<float> sq_a(static_cast<std::size_t>(n * n), 0.5f), sq_b(sq_a.size(), 0.25f);
+    std::vector<float> sq_c(sq_a.size());
+    blas::set_gemm_timing(true);
+    blas::gemm(false, false, n, n, n, 1.0f, sq_a.data(), n, sq_b.data(), n, 0.0f, sq_c.data(), n);
+    blas::set_gemm_timing(false);
+    REQUIRE(blas::gemm_shape_stats().size() == 1);
+    CHECK(sq_c[0] == doctest::Approx(static_cast<double>(n) * 0.125));
+    CHECK(sq_c.back() == doctest::Approx(static_cast<double>(n) * 0.125));
+    return blas::gemm_shape_stats()[0].packed;
+  };
+  CHECK(square_packed(65) == expected);
+  CHECK(square_packed(322) == expected);   // 33.4 M multiply-adds, just under 2^25
+  CHECK(!square_packed(323));              // 33.7 M, just over
   blas::set_num_threads(threads);
 }
 
