@@ -113,7 +113,9 @@ bool avx512_kernels(const std::string& openblas_name) {
 // 64 x 1024 x 256 164 / 156; above it, 64 x 8000 x 256 123 / 159 (packing W, 8 MB,
 // at every call). S training at 2 threads was ~26% faster with every product on
 // the packed kernel (12 alternating pairs, step time ratio 0.737, 0.685-0.768)
-// and then as fast as at one thread; M's products above it stay on OpenBLAS.
+// and then as fast as at one thread; with this cut, 0.793 (0.738-0.823, 10 pairs)
+// against 64^3, and M level (1.013, 0.990-1.068). M's products above it stay on
+// OpenBLAS.
 constexpr double kOpenBlasOneThreadUpTo = 64.0 * 64.0 * 64.0;
 constexpr double kAvx512OverThreadsUpTo = 32.0 * 1024.0 * 1024.0;  // 2^25: 320 x 1000 x 64 is 2^24.3
 constexpr double kAvx2SmallUpTo = 64.0 * 256.0 * 512.0;  // M decoding's combine layer

@@ -14,11 +14,8 @@
 // per block as the row-major epilogue needs (core/packed_kernel.hpp).
 // Letters: x (M, K), W (N, K), y (M, N); a block is R columns of y (rows of W)
 // by P panels (16 P rows of y).
-#include <cmath>
-#include <cstdint>
-#include <limits>
-
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 
@@ -43,6 +40,7 @@ struct ColumnLanes {
 inline ColumnLanes empty_column_lanes() {
   ColumnLanes s;
   std::fill_n(s.max, PackedMatrix::kPanel, -std::numeric_limits<float>::infinity());
+  // Not -inf, as for the row lanes (packed_gemm.cpp): e^(z - r) of a z of -inf is ~0, not NaN.
   std::fill_n(s.ref, PackedMatrix::kPanel, std::numeric_limits<float>::lowest());
   std::fill_n(s.partial, PackedMatrix::kPanel, 0.0f);
   std::fill_n(s.best_value, PackedMatrix::kPanel, -std::numeric_limits<float>::infinity());
