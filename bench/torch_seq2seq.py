@@ -23,6 +23,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from bench_turns import Turns
 from torch_threads import set_threads
 
 
@@ -167,7 +168,12 @@ def main():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--project-all", action="store_true",
                    help="embed all target steps before the loop and project all steps at once after it")
+    p.add_argument("--turn-steps", type=int, default=0,
+                   help="take turns with another process (bench/compare_seq2seq.sh, TURNS=N): steps a turn")
+    p.add_argument("--turn-fifos", default="", help="IN,OUT: the FIFOs of --turn-steps")
     args = p.parse_args()
+    if (args.turn_steps > 0) != bool(args.turn_fifos):
+        p.error("--turn-steps and --turn-fifos go together")
 
     threads_line = set_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -188,12 +194,17 @@ def main():
         opt.step()
         return loss.item()
 
+    turns = Turns(*args.turn_fifos.split(",", 1), args.turn_steps, args.warmup) if args.turn_steps else None
     times = []
     for i in range(args.warmup + args.steps):
+        if turns and turns.before_step(i):
+            train_step()  # untimed, after the other process's turn
         start = time.perf_counter()
         train_step()
         if i >= args.warmup:
             times.append(time.perf_counter() - start)
+        if turns:
+            turns.after_step(i, i + 1 == args.warmup + args.steps)
     decode_times = []
     for i in range(2 + max(3, args.steps // 4)):
         start = time.perf_counter()
@@ -207,6 +218,10 @@ def main():
     variant = "project-all" if args.project_all else "per-step"
     print(f"pytorch {torch.__version__}  threads {args.threads}  attention {args.attention}  output projection {variant}")
     print(f"# {threads_line}")
+    if turns:
+        print(f"turns        the training steps ran in {turns.turns} turn{'' if turns.turns == 1 else 's'} "
+              f"of {args.turn_steps} steps, "
+              f"taking turns through {args.turn_fifos.replace(',', ' and ')}")
     print(f"train step   median {step_ms:9.2f} ms   {B * T / (step_ms / 1e3):10.0f} target tokens/s   "
           f"{gflop:.2f} GFLOP/step   {gflop / (step_ms / 1e3):.1f} GFLOP/s")
     print(f"greedy decode median {decode_ms:9.2f} ms   {B * T / (decode_ms / 1e3):10.0f} tokens/s")

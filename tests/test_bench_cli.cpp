@@ -1,13 +1,22 @@
 // `attend bench` as a user runs it, on a tiny model: it times what it says it
-// times, and --gemm-shapes lists where the matrix products' time goes, with
-// numbers that agree with the totals. Speed itself is never asserted here
+// times, --gemm-shapes lists where the matrix products' time goes, with
+// numbers that agree with the totals, and --turn-steps takes turns as
+// tools/bench_turns.hpp says. Speed itself is never asserted here
 // (benchmarks measure speed; tests check that the report is sound).
 #include <doctest/doctest.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <tuple>
 #include <vector>
 
 #include "tests/cli_child.hpp"
@@ -187,5 +196,115 @@ TEST_CASE("bench --gemm-shapes refuses what is not a count, with a message and n
     CHECK(r.exit_code != 0);
     CHECK(contains(r.err, "attend: error: "));
     CHECK(contains(r.err, "--gemm-shapes"));
+  }
+}
+
+// --turn-steps and --turn-fifos (tools/bench_turns.hpp): this test plays the
+// arbiter that bench/compare_seq2seq.sh plays with TURNS=N. It gives `gives`
+// turns and then closes its end; it records every byte the bench writes.
+struct Arbiter {
+  std::string in, out;  // the bench's IN and OUT
+  std::string heard;    // every byte the bench wrote, in order
+  int gives = 1000;     // turns to give before closing IN
+
+  void run() {
+    // OUT's read end does not wait for the bench, which may fail before it
+    // opens its ends. IN's write end opens once the bench is ready: opened
+    // before the fork, the bench (a forked child here) would hold a copy of
+    // it, and closing ours would not end its turns.
+    const int from_bench = ::open(out.c_str(), O_RDONLY | O_NONBLOCK);
+    REQUIRE(from_bench >= 0);
+    int to_bench = -1, given = 0;
+    for (;;) {
+      pollfd p{from_bench, POLLIN, 0};
+      if (::poll(&p, 1, 60000) <= 0) break;  // a minute of silence: give up, the checks below fail
+      char c = 0;
+      const ssize_t n = ::read(from_bench, &c, 1);
+      if (n == 0) break;  // the bench closed OUT
+      if (n < 0) continue;
+      heard += c;
+      if (c == 'e') break;
+      if (c == 'r') to_bench = ::open(in.c_str(), O_WRONLY);
+      REQUIRE(to_bench >= 0);
+      if (given == gives) {
+        ::close(to_bench);  // no more turns: the bench runs on alone
+        to_bench = -1;
+        break;
+      }
+      if (::write(to_bench, "g", 1) == 1) ++given;
+    }
+    if (to_bench >= 0) ::close(to_bench);
+    ::close(from_bench);
+  }
+};
+
+std::vector<std::string> with_turns(const Scratch& s, const std::string& steps, const std::string& turn_steps) {
+  std::vector<std::string> args = kTiny;
+  *(std::find(args.begin(), args.end(), "--steps") + 1) = steps;
+  args.insert(args.end(), {"--no-decode", "--turn-steps", turn_steps, "--turn-fifos", s.path("in") + "," + s.path("out")});
+  return args;
+}
+
+TEST_CASE("bench --turn-steps: ready, then a go before each turn, 't' after it and 'e' after the last step") {
+  Scratch s;
+  REQUIRE(::mkfifo(s.path("in").c_str(), 0600) == 0);
+  REQUIRE(::mkfifo(s.path("out").c_str(), 0600) == 0);
+  for (const auto& [steps, turn_steps, heard, turns] :
+       {std::tuple<std::string, std::string, std::string, int>{"6", "2", "rtte", 3}, {"5", "2", "rtte", 3},
+        {"4", "4", "re", 1}, {"3", "7", "re", 1}}) {
+    CAPTURE(steps);
+    CAPTURE(turn_steps);
+    Arbiter a{s.path("in"), s.path("out"), "", 1000};
+    std::thread arbiter([&] { a.run(); });
+    const auto r = attend_cli(s, with_turns(s, steps, turn_steps), "", 120);
+    arbiter.join();
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(a.heard == heard);
+    CHECK(contains(r.out, fmt::format("the training steps ran in {} turn{} of {} steps", turns,
+                                      turns == 1 ? "" : "s", turn_steps)));
+    // Each turn after the first runs one untimed step first.
+    CHECK(contains(r.out, fmt::format("over the {} steps after the warm-up", std::stoi(steps) + turns - 1)));
+  }
+}
+
+TEST_CASE("bench --turn-steps: when the arbiter closes its end the bench runs on alone to the end") {
+  Scratch s;
+  REQUIRE(::mkfifo(s.path("in").c_str(), 0600) == 0);
+  REQUIRE(::mkfifo(s.path("out").c_str(), 0600) == 0);
+  Arbiter a{s.path("in"), s.path("out"), "", 1000};
+  a.gives = 1;
+  std::thread arbiter([&] { a.run(); });
+  const auto r = attend_cli(s, with_turns(s, "6", "2"), "", 120);
+  arbiter.join();
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(a.heard == "rt");
+  CHECK(contains(r.out, "the training steps ran in 1 turn of 2 steps"));
+  CHECK(contains(r.out, "train step   median"));
+}
+
+TEST_CASE("bench --turn-steps and --turn-fifos refuse what they cannot use, with a message and no crash") {
+  Scratch s;
+  const std::string file = s.write("plain", "not a FIFO");
+  REQUIRE(::mkfifo(s.path("fifo").c_str(), 0600) == 0);
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--turn-steps", "2"}, "--turn-steps and --turn-fifos go together"},
+      {{"--turn-fifos", s.path("fifo") + "," + s.path("fifo")}, "--turn-steps and --turn-fifos go together"},
+      {{"--turn-steps", "2", "--turn-fifos", file + "," + s.path("fifo")}, "is not a FIFO (make one with mkfifo)"},
+      {{"--turn-steps", "2", "--turn-fifos", s.path("fifo") + "," + s.path("missing")}, "missing"},
+      {{"--turn-steps", "2", "--turn-fifos", s.path("fifo")}, "--turn-fifos"},
+      {{"--turn-steps", "0", "--turn-fifos", s.path("fifo") + "," + s.path("fifo")}, "--turn-steps"},
+      {{"--turn-steps", "2", "--turn-fifos", s.path("fifo") + "," + s.path("fifo"), "--no-train"}, "--no-train"},
+  };
+  for (const auto& [extra, message] : cases) {
+    std::vector<std::string> args = kTiny;
+    args.insert(args.end(), extra.begin(), extra.end());
+    CAPTURE(fmt::format("{}", fmt::join(extra, " ")));
+    const auto r = attend_cli(s, args, "", 60);
+    CHECK(r.signal == 0);
+    CHECK(r.exit_code != 0);
+    CHECK(contains(r.err, "attend: error: "));
+    CHECK(contains(r.err, message));
   }
 }

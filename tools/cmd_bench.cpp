@@ -10,12 +10,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "core/blas.hpp"
 #include "core/limits.hpp"
 #include "core/storage.hpp"
+#include "tools/bench_turns.hpp"
 #include "tools/cli.hpp"
 #include "models/decoding.hpp"
 #include "models/trainer.hpp"
@@ -38,6 +40,8 @@ struct BenchFlags {
   bool train = true, decode = true;
   bool openblas = false;  // every product blas::gemm runs on OpenBLAS (the packed kernel's own call sites stay)
   std::uint64_t seed = 1;
+  int turn_steps = 0;                  // > 0: take turns of this many training steps (tools/bench_turns.hpp)
+  std::vector<std::string> turn_fifos;  // IN, OUT
 };
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -177,29 +181,49 @@ Timed bench_training(const BenchFlags& f, Seq2Seq& model, const Batch& batch) {
   const std::vector<Tensor> params = model.parameters();
   std::vector<double> times;
   long faults_before = 0;
-  for (int i = 0; i < f.warmup + f.steps; ++i) {
-    if (i == f.warmup) {
-      faults_before = memory::minor_page_faults();
-      blas::set_gemm_timing(true);
-    }
-    const auto t0 = std::chrono::steady_clock::now();
+  int counted = 0;  // steps run since the warm-up
+  std::optional<Turns> turns;
+  if (f.turn_steps > 0) turns.emplace(f.turn_fifos[0], f.turn_fifos[1], f.turn_steps, f.warmup);
+  const auto step = [&] {
     optimizer->zero_grad();
     Tensor loss = model.loss(batch);
     loss.backward();
     optim::clip_grad_norm(params, 5.0);
     optimizer->step();
-    if (i >= f.warmup) times.push_back(seconds_since(t0));
+  };
+  for (int i = 0; i < f.warmup + f.steps; ++i) {
+    // With turns, an untimed step after the other process's turn (counted with
+    // the timed ones in the page faults and GEMM figures per step).
+    if (turns && turns->before_step(i)) {
+      step();
+      ++counted;
+    }
+    if (i == f.warmup) {
+      faults_before = memory::minor_page_faults();
+      blas::set_gemm_timing(true);
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    step();
+    if (i >= f.warmup) {
+      times.push_back(seconds_since(t0));
+      ++counted;
+    }
+    if (turns) turns->after_step(i, i + 1 == f.warmup + f.steps);
   }
-  const double faults = static_cast<double>(memory::minor_page_faults() - faults_before) / f.steps;
+  const double faults = static_cast<double>(memory::minor_page_faults() - faults_before) / counted;
   Timed t{"train step"};
-  take_gemm_stats(t, f.steps);
+  take_gemm_stats(t, counted);
   const Summary s = summarise(times);
   const double gflop = flops_per_step(f) / 1e9;
   fmt::print("train step   median {:9.2f} ms ({:.2f}-{:.2f})   {:10.0f} target tokens/s   {:.2f} GFLOP/step   "
              "{:.1f} GFLOP/s\n",
              s.median * 1e3, s.lo * 1e3, s.hi * 1e3, static_cast<double>(f.batch * f.tgt_len) / s.median, gflop,
              gflop / s.median);
-  fmt::print("page faults  {:.1f} minor faults per training step (over the {} timed steps)\n", faults, f.steps);
+  fmt::print("page faults  {:.1f} minor faults per training step (over the {} steps after the warm-up)\n", faults, counted);
+  if (turns)
+    fmt::print("turns        the training steps ran in {} turn{} of {} steps, taking turns through {} and {}\n",
+               turns->turns_taken(), turns->turns_taken() == 1 ? "" : "s", f.turn_steps, f.turn_fifos[0],
+               f.turn_fifos[1]);
   t.median = s.median;
   t.flops = flops_per_step(f);
   return t;
@@ -273,6 +297,8 @@ void print_gemm_lines(double sgemm, const std::vector<Timed>& timed) {
 }
 
 void run_bench(const BenchFlags& f) {
+  if ((f.turn_steps > 0) != !f.turn_fifos.empty()) fail("bench: --turn-steps and --turn-fifos go together");
+  if (f.turn_steps > 0 && !f.train) fail("bench: --turn-steps takes turns of training steps, and --no-train skips them");
   blas::set_num_threads(f.threads);
   if (f.openblas) blas::set_packed_routing(false);
   Seq2SeqConfig c;
@@ -346,6 +372,13 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("--openblas", f->openblas,
                 "Run the float32 products blas::gemm would hand to attend's packed kernel on OpenBLAS (to compare)");
   cmd->add_option("--seed", f->seed, "Seed")->capture_default_str();
+  cmd->add_option("--turn-steps", f->turn_steps,
+                  "Take turns with another process (bench/compare_seq2seq.sh, TURNS=N): this many training steps a turn")
+      ->check(check::integer(1, 1000000));
+  cmd->add_option("--turn-fifos", f->turn_fifos,
+                  "IN,OUT: the FIFOs of --turn-steps: wait for a byte on IN before each turn, write one to OUT after it")
+      ->delimiter(',')
+      ->expected(2);
   cmd->callback([f] { run_bench(*f); });
 }
 
