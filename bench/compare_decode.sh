@@ -13,6 +13,8 @@
 # across rounds), and the rate the matrix
 # products alone would allow at the sgemm rate (attend bench's floor line),
 # the most that any implementation doing them could reach here.
+# At --threads 1 both sides run on the same vCPU (bench/one_cpu.sh says why;
+# CPU=N picks it, CPU= pins nothing).
 # Usage, from the repository root (S: ~1 minute, M: ~3 minutes on an idle machine):
 #   S="--embed 32 --hidden 64 --batch 16 --src-len 20 --tgt-len 20 --vocab 1000 --attention additive"
 #   M="--embed 128 --hidden 256 --batch 64 --src-len 30 --tgt-len 30 --vocab 8000 --attention additive"
@@ -32,10 +34,12 @@ floor_rate() {
   awk -v ms="$ms" -v t="$tokens" 'BEGIN {split(t, x, " "); printf "%.0f", x[1] * x[2] / (ms / 1e3)}'
 }
 source "$(dirname "$0")/same_kernels.sh"  # same_kernels ATTEND_OUTPUT TWIN_OUTPUT
+source "$(dirname "$0")/one_cpu.sh"       # one_cpu FLAGS: sets pin
+one_cpu "$@"
 a_greedy=() t_greedy=() a_beam=() t_beam=() f_greedy=() f_beam=() r_greedy=() r_beam=() a_scored=() r_scored=()
 for ((r = 1; r <= rounds; ++r)); do
-  a="$("$attend_bin" bench --no-train "$@")"
-  t="$("$python" bench/torch_decode.py "$@")"
+  a="$("${pin[@]}" "$attend_bin" bench --no-train "$@")"
+  t="$("${pin[@]}" "$python" bench/torch_decode.py "$@")"
   same_kernels "$a" "$t"
   if ((r == 1)); then printf '%s\n\n%s\n\n' "$a" "$t"; fi
   a_greedy+=("$(rate greedy "$a")") t_greedy+=("$(rate greedy "$t")")
@@ -65,6 +69,7 @@ report() {  # what, then attend's, pytorch's, the floor's and the rounds' speed-
   }'
 }
 echo "decoding over $rounds alternating rounds, median (min-max) of each round's median:"
+echo "  both sides ran ${pin[*]:+under }${pin[*]:-unpinned}"
 report greedy "${a_greedy[*]}" "${t_greedy[*]}" "${f_greedy[*]}" "${r_greedy[*]}"
 # attend's greedy keeps no scores, as its twin takes the argmax alone; with
 # every token's log p (DecodeOptions::scores), against the same twin:

@@ -18,12 +18,22 @@
 # window but not half of the twin's, so it moves attend's median and not the
 # twin's, and a round's ratio with it.
 # Each side's timed window is printed.
+# At --threads 1 both sides run on the same vCPU (bench/one_cpu.sh says why;
+# CPU=N picks it, CPU= pins nothing).
+# TURNS=N runs each round's two processes side by side, taking turns: each
+# process's timed steps are cut into N turns (ceil(steps / N) steps each; the
+# first turn also runs the warm-up) and only one process runs at a time, this
+# script passing the turn between them through FIFOs (tools/bench_turns.hpp).
+# A round's two medians then come from interleaved stretches of the same
+# seconds, so a slow spell of a few seconds falls on both sides. Without TURNS,
+# a round is attend's whole process and then the twin's.
 # TORCH_FLAGS="--project-all" compares with the twin that embeds all target
 # steps at once and runs the output projection once over all time steps.
 # Usage, from the repository root (S: ~1 minute; M with --steps 3: ~2-4 minutes):
 #   S="--embed 32 --hidden 64 --batch 16 --src-len 20 --tgt-len 20 --vocab 1000 --attention additive"
 #   M="--embed 128 --hidden 256 --batch 64 --src-len 30 --tgt-len 30 --vocab 8000 --attention additive"
 #   ROUNDS=11 ATTEND_STEPS=140 bench/compare_seq2seq.sh $S --threads 1 --steps 20
+#   ROUNDS=11 ATTEND_STEPS=140 TURNS=5 bench/compare_seq2seq.sh $S --threads 1 --steps 20
 #   ROUNDS=5 TORCH_FLAGS=--project-all bench/compare_seq2seq.sh $M --threads 1 --steps 3 --warmup 5
 # (at M, the first steps still take fresh pages while the storage cache fills,
 # the fourth ~200 of them: with --warmup 5 the timed steps are steady, see the
@@ -48,10 +58,66 @@ sgemm_share() { sed -n 's/^sgemm .* runs at \([0-9.]*\)% of it$/\1/p' <<<"$1"; }
 # The floor of $1 ("train step", "greedy", "beam K=5") in ms: its products at the sgemm rate.
 floor_ms() { sed -n "s/^floor .*$1 \([0-9.]*\) ms.*/\1/p" <<<"$2"; }
 source "$(dirname "$0")/same_kernels.sh"  # same_kernels ATTEND_OUTPUT TWIN_OUTPUT
+source "$(dirname "$0")/one_cpu.sh"       # one_cpu FLAGS: sets pin
+one_cpu "$@"
+turns="${TURNS:-0}"
+[[ $turns =~ ^[0-9]+$ ]] || { echo "compare_seq2seq.sh: TURNS must be a whole number, not '$turns'" >&2; exit 2; }
+# reply FD PID: the byte a process writes at the end of its turn ('t', 'e' after
+# its last step), or x if it died first
+reply() {
+  local c
+  until read -r -t 1 -n 1 -u "$1" c; do kill -0 "$2" 2>/dev/null || { echo x; return; }; done
+  echo "$c"
+}
+# One round with TURNS: sets a and t to the two processes' outputs.
+turn_round() {
+  local d ao ai to ti pa pt c a_on=1 t_on=1
+  d="$(mktemp -d)"
+  mkfifo "$d/a_in" "$d/a_out" "$d/t_in" "$d/t_out"
+  # Opened read-write, so that no open here waits for the other end.
+  exec {ao}<>"$d/a_out" {ai}<>"$d/a_in" {to}<>"$d/t_out" {ti}<>"$d/t_in"
+  "${pin[@]}" "$attend_bin" bench --no-decode "${attend_args[@]}" --turn-steps $(((attend_steps + turns - 1) / turns)) \
+    --turn-fifos "$d/a_in,$d/a_out" >"$d/a.txt" 2>&1 {ao}<&- {ai}>&- {to}<&- {ti}>&- &
+  pa=$!
+  "${pin[@]}" "$python" bench/torch_seq2seq.py "$@" "${torch_flags[@]}" --turn-steps $(((twin_steps + turns - 1) / turns)) \
+    --turn-fifos "$d/t_in,$d/t_out" >"$d/t.txt" 2>&1 {ao}<&- {ai}>&- {to}<&- {ti}>&- &
+  pt=$!
+  # Both ready (model and data made) before the first turn, so that neither's
+  # start-up runs beside the other's timed steps.
+  [[ "$(reply "$ao" "$pa")" == r && "$(reply "$to" "$pt")" == r ]] || t_on=0 a_on=0
+  while ((a_on || t_on)); do
+    if ((a_on)); then
+      printf g >&"$ai"
+      c="$(reply "$ao" "$pa")"
+      # After its last turn a process runs on alone (attend times sgemm) until it exits.
+      [[ $c == t ]] || { a_on=0; exec {ai}>&-; wait "$pa" || break; }
+    fi
+    if ((t_on)); then
+      printf g >&"$ti"
+      c="$(reply "$to" "$pt")"
+      [[ $c == t ]] || { t_on=0; exec {ti}>&-; wait "$pt" || break; }
+    fi
+  done
+  exec {ao}<&- {to}<&-
+  { exec {ai}>&- {ti}>&-; } 2>/dev/null || true
+  if ! wait "$pa" || ! wait "$pt" || ((a_on || t_on)); then
+    kill "$pa" "$pt" 2>/dev/null || true
+    echo "compare_seq2seq.sh: a process of the round failed:" >&2
+    cat "$d/a.txt" "$d/t.txt" >&2
+    rm -rf "$d"
+    return 1
+  fi
+  a="$(cat "$d/a.txt")" t="$(cat "$d/t.txt")"
+  rm -rf "$d"
+}
 a_steps=() t_steps=() ratios=() shares=() floors=() a_rss=0 t_rss=0
 for ((r = 1; r <= rounds; ++r)); do
-  a="$("$attend_bin" bench --no-decode "${attend_args[@]}")"
-  t="$("$python" bench/torch_seq2seq.py "$@" "${torch_flags[@]}")"
+  if ((turns > 0)); then
+    turn_round "$@"
+  else
+    a="$("${pin[@]}" "$attend_bin" bench --no-decode "${attend_args[@]}")"
+    t="$("${pin[@]}" "$python" bench/torch_seq2seq.py "$@" "${torch_flags[@]}")"
+  fi
   same_kernels "$a" "$t"
   if ((r == 1)); then printf '%s\n\n%s\n\n' "$a" "$t"; fi
   a_steps+=("$(step "$a")") t_steps+=("$(step "$t")") shares+=("$(sgemm_share "$a")") floors+=("$(floor_ms "train step" "$a")")
@@ -66,13 +132,14 @@ read -r tm tmin tmax < <(printf '%s\n' "${t_steps[@]}" | summary)
 read -r rm rmin rmax < <(printf '%s\n' "${ratios[@]}" | summary)
 read -r sm smin smax < <(printf '%s\n' "${shares[@]}" | summary)
 read -r fm fmin fmax < <(printf '%s\n' "${floors[@]}" | summary)
-awk -v am="$am" -v amin="$amin" -v amax="$amax" -v tm="$tm" -v tmin="$tmin" -v tmax="$tmax" -v n="$rounds" \
+awk -v am="$am" -v pin="${pin[*]}" -v amin="$amin" -v amax="$amax" -v tm="$tm" -v tmin="$tmin" -v tmax="$tmax" -v n="$rounds" \
     -v ra="$a_rss" -v rt="$t_rss" -v rmin="$rmin" -v rmax="$rmax" -v sm="$sm" -v smin="$smin" -v smax="$smax" \
     -v fm="$fm" -v fmin="$fmin" -v fmax="$fmax" -v as="$attend_steps" -v ts="$twin_steps" \
     -v twin="pytorch${TORCH_FLAGS:+ ($TORCH_FLAGS)}" 'BEGIN {
   printf "training step over %d alternating rounds, median (min-max) of each round'"'"'s median:\n", n
   printf "  attend %.2f ms (%.2f-%.2f), %s %.2f ms (%.2f-%.2f): attend is %.2fx as fast\n", am, amin, amax, twin, tm, tmin, tmax, tm / am
   printf "  speed-up within each round: %.2fx to %.2fx\n", rmin, rmax
+  printf "  both sides ran %s\n", pin == "" ? "unpinned" : "under " pin
   printf "  timed window of a round: attend %d steps (~%.0f ms), %s %d steps (~%.0f ms)\n", as, as * am, twin, ts, ts * tm
   printf "  attend at %.0f%% (%.0f-%.0f%%) of the sgemm rate measured in its run\n", sm, smin, smax
   printf "  the products alone at that rate: %.2f ms (%.2f-%.2f), so nothing doing them through this OpenBLAS is more than %.2fx as fast as %s\n", fm, fmin, fmax, tm / fm, twin

@@ -26,10 +26,12 @@ run() {  # run NAME [VAR=value...] COMMAND...: logs the whole output, shows the 
 }
 run kernel-shapes build/release/bench/bench_kernel_shapes
 run s-greedy-beam bench/compare_decode.sh "${S[@]}" --threads 1 --decode-runs 20
-# S training: attend times 140 steps, ~0.4 s like the twin's 20 (compare_seq2seq.sh
-# says why), and then, as before 2026-12-07, 20 steps like the twin
-run s-train ROUNDS=11 ATTEND_STEPS=140 bench/compare_seq2seq.sh "${S[@]}" --threads 1 --steps 20
-run s-train-20-steps ROUNDS=11 bench/compare_seq2seq.sh "${S[@]}" --threads 1 --steps 20
+# S training: attend times 140 steps, ~0.4 s like the twin's 20, both sides on one
+# vCPU (compare_seq2seq.sh and one_cpu.sh say why), taking 5 turns each in every
+# round; then whole processes a side, pinned, and unpinned as before 2026-12-07
+run s-train ROUNDS=11 ATTEND_STEPS=140 TURNS=5 bench/compare_seq2seq.sh "${S[@]}" --threads 1 --steps 20
+run s-train-processes ROUNDS=11 ATTEND_STEPS=140 bench/compare_seq2seq.sh "${S[@]}" --threads 1 --steps 20
+run s-train-unpinned CPU= ROUNDS=11 ATTEND_STEPS=140 bench/compare_seq2seq.sh "${S[@]}" --threads 1 --steps 20
 run m-greedy-beam ROUNDS=5 bench/compare_decode.sh "${M[@]}" --threads 1 --decode-runs 3
 run m-train-project-all ROUNDS=5 TORCH_FLAGS=--project-all bench/compare_seq2seq.sh "${M[@]}" --threads 1 --steps 3 --warmup 5
 run lstm-onednn bench/compare_lstm_onednn.sh
