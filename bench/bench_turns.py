@@ -1,7 +1,8 @@
 """The Python side of tools/bench_turns.hpp: taking turns of training steps with
 another process through two FIFOs, with bench/compare_seq2seq.sh (TURNS=N) as
-the arbiter. Once ready: write 'r' to OUT. Before each turn: read 1 byte from IN (EOF: no more turns). After
-each turn: write 't' to OUT; after the last step: write 'e' and close both.
+the arbiter. Once ready: write 'r' to OUT. Before each turn: read 1 byte from
+IN (EOF: no more turns). After each turn: write 't' to OUT; after the last
+step: write 'e' and close both.
 The first turn also runs the warm-up steps, every later turn one untimed step
 first (the other process has left the caches cold)."""
 import errno
@@ -24,7 +25,7 @@ class Turns:
             if not stat.S_ISFIFO(mode):
                 raise SystemExit(f"--turn-fifos: {path} is not a FIFO (make one with mkfifo)")
         self.steps, self.warmup, self.timeout = steps, warmup, timeout
-        self.turns, self.free, self.heard = 0, False, False
+        self.turns, self.free = 0, False
         deadline = time.monotonic() + timeout
         while True:  # a FIFO's write end opens only once the arbiter reads it
             try:
@@ -65,10 +66,9 @@ class Turns:
             except BlockingIOError:
                 continue
             if got:
-                self.heard = True
                 self.turns += 1
                 return t > 0
-            if self.heard:  # the arbiter closed its end: run on without turns
+            if self.turns:  # the arbiter closed its end: run on without turns
                 self.free = True
                 return False
             time.sleep(0.005)

@@ -46,8 +46,7 @@ class Turns {
   int in_ = -1, out_ = -1;
   int steps_, warmup_, timeout_ms_;
   int turns_ = 0;
-  bool heard_ = false;  // a go has come
-  bool free_ = false;   // the arbiter closed IN: run without turns
+  bool free_ = false;  // the arbiter closed IN: run without turns
   std::string in_path_, out_path_;
 };
 
