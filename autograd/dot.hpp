@@ -2,7 +2,7 @@
 // The recorded graph behind a tensor, for people to look at:
 //
 // - recorded_graph: the nodes as data (op or leaf, name, shape, inputs, value),
-//   which tools/graph_svg.cpp draws as an SVG picture without Graphviz;
+//   which tools/report/graph_svg.cpp draws as an SVG picture without Graphviz;
 // - to_dot: the same as Graphviz DOT text. Ops are boxes (name and output
 //   shape), leaves are ellipses labelled with their name when one is known
 //   ("W_q\n[4, 4]"), else "leaf" (requires grad) or "constant".
@@ -34,7 +34,7 @@ struct GraphNode {
   // The leaf itself, or the op's first output as its first consumer saw it
   // (for the root: the root). Undefined when no consumer used output 0.
   Tensor value;
-  // The tap nodes (autograd/hooks.cpp) that sat on this node's first output.
+  // The tap nodes (autograd/ops/hooks.cpp) that sat on this node's first output.
   // They are identities, so the picture leaves them out and shows their gradient here.
   std::vector<const Node*> taps;
 };

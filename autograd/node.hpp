@@ -3,7 +3,7 @@
 // the op's name, its inputs (the edges gradients flow back along), and its
 // backward function. The op's outputs point at the Node through grad_fn.
 //
-// Writing an op (see autograd/elementwise.cpp for many):
+// Writing an op (see autograd/ops/elementwise.cpp for many):
 //
 //   // y = tanh(x)   dx += dy * (1 - y*y)
 //   Tensor tanh(const Tensor& x) {

@@ -1,4 +1,4 @@
-"""The Python side of tools/bench_turns.hpp: taking turns of training steps with
+"""The Python side of bench/turns/bench_turns.hpp: taking turns of training steps with
 another process through two FIFOs, with bench/compare_seq2seq.sh (TURNS=N) as
 the arbiter. Once ready: write 'r' to OUT. Before each turn: read 1 byte from
 IN (EOF: no more turns). After each turn: write 't' to OUT; after the last

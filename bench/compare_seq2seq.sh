@@ -23,7 +23,7 @@
 # TURNS=N runs each round's two processes side by side, taking turns: each
 # process's timed steps are cut into N turns (ceil(steps / N) steps each; the
 # first turn also runs the warm-up) and only one process runs at a time, this
-# script passing the turn between them through FIFOs (tools/bench_turns.hpp).
+# script passing the turn between them through FIFOs (bench/turns/bench_turns.hpp).
 # A round's two medians then come from interleaved stretches of the same
 # seconds, so a slow spell of a few seconds falls on both sides. Without TURNS,
 # a round is attend's whole process and then the twin's.

@@ -10,7 +10,7 @@
 // Usage: bench_lstm [threads ...]   (default: 1 2). Prints one line per thread count:
 //   attend threads=1 forward_backward_ms=... forward_ms=... gemm_only_ms=...
 // gemm_only is the same sequence of products the fused op makes (all of them on
-// the packed kernel, core/packed_gemm.hpp), without the gate math, the transpose
+// the packed kernel, core/kernels/packed_gemm.hpp), without the gate math, the transpose
 // of da or anything else: the floor for this algorithm with these kernels.
 #include <cstdint>
 #include <cstdlib>
@@ -20,10 +20,10 @@
 
 #include "autograd/autograd.hpp"
 #include "bench/timing.hpp"
-#include "core/blas.hpp"
-#include "core/packed_gemm.hpp"
+#include "core/kernels/blas.hpp"
+#include "core/kernels/packed_gemm.hpp"
 #include "core/core.hpp"
-#include "layers/lstm.hpp"
+#include "layers/lstm/lstm.hpp"
 
 using namespace attend;
 
@@ -38,7 +38,7 @@ struct Times {
 };
 
 // The products of one forward + backward of lstm_sequence, alone, as it runs
-// them for float32: all on the packed kernel (core/packed_gemm.hpp).
+// them for float32: all on the packed kernel (core/kernels/packed_gemm.hpp).
 void gemms_only(const std::vector<float>& x, const std::vector<float>& w_ih, const std::vector<float>& w_hh,
                 std::vector<float>& gates, std::vector<float>& h_prev, std::vector<float>& dgates,
                 const std::vector<float>& dgates_t, std::vector<float>& dh, std::vector<float>& dx, std::vector<float>& dw_ih, std::vector<float>& dw_hh) {

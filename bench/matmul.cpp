@@ -1,7 +1,7 @@
 // bench_matmul: a 512 x 512 x 512 float32 matrix product through attend::matmul
 // against a bare attend::blas::gemm call, at 1 and 2 OpenBLAS threads.
 //
-// attend::blas::gemm is the thin wrapper around cblas_sgemm (only core/blas.cpp
+// attend::blas::gemm is the thin wrapper around cblas_sgemm (only core/kernels/blas.cpp
 // may include cblas.h, so it is the closest thing to the bare BLAS call we may
 // write). attend::matmul adds the shape checks and allocating the output; when
 // an input requires grad it also records the op. Goal: matmul / gemm <= 1.05.
@@ -73,7 +73,7 @@ int main() {
   Tensor a_grad = a.clone().requires_grad_();
 
   fmt::print("float32 matmul, (512, 512) @ (512, 512); median of {} runs after {} warm-up runs\n", kRuns, kWarmup);
-  fmt::print("baseline: attend::blas::gemm, the one-line wrapper of cblas_sgemm (only core/blas.cpp includes cblas.h)\n\n");
+  fmt::print("baseline: attend::blas::gemm, the one-line wrapper of cblas_sgemm (only core/kernels/blas.cpp includes cblas.h)\n\n");
   fmt::print("{:>7}  {:<40} {:>10} {:>10} {:>12}\n", "threads", "call", "ms", "GFLOP/s", "vs gemm");
   fmt::print("{}\n", std::string(83, '-'));
   bool goal_met = true;

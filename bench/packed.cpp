@@ -1,4 +1,4 @@
-// bench_packed: y = x @ W^T on attend's packed kernel (core/packed_gemm.hpp)
+// bench_packed: y = x @ W^T on attend's packed kernel (core/kernels/packed_gemm.hpp)
 // against OpenBLAS doing the same product, at the shapes attend runs it at, one
 // thread. OpenBLAS is timed both ways decoding could call it: with W as it is
 // (transposed operand) and with a transposed copy of W made beforehand (plain
@@ -19,8 +19,8 @@
 #include <fmt/core.h>
 
 #include "bench/timing.hpp"
-#include "core/blas.hpp"
-#include "core/packed_gemm.hpp"
+#include "core/kernels/blas.hpp"
+#include "core/kernels/packed_gemm.hpp"
 
 using namespace attend;
 using blas::detail::PackedKernel;

@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "core/blas.hpp"
+#include "core/kernels/blas.hpp"
 
 namespace attend::bench {
 

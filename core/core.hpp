@@ -1,6 +1,6 @@
 #pragma once
 // Everything in core/.
-#include "core/blas.hpp"
+#include "core/kernels/blas.hpp"
 #include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "core/random.hpp"

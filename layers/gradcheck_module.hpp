@@ -7,7 +7,7 @@
 //   GradcheckReport r = nn::gradcheck_parameters(model, [&] { return Tensors{model.loss(batch)}; }, o);
 #include <functional>
 
-#include "autograd/gradcheck.hpp"
+#include "autograd/gradcheck/gradcheck.hpp"
 #include "layers/module.hpp"
 
 namespace attend::nn {

@@ -7,7 +7,7 @@
 
 #include "autograd/grad_mode.hpp"
 #include "autograd/ops.hpp"
-#include "core/blas.hpp"
+#include "core/kernels/blas.hpp"
 
 namespace attend::nn {
 

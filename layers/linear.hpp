@@ -11,7 +11,7 @@
 #include <memory>
 #include <vector>
 
-#include "core/packed_gemm.hpp"
+#include "core/kernels/packed_gemm.hpp"
 #include "core/random.hpp"
 #include "core/tensor.hpp"
 #include "layers/module.hpp"
@@ -41,7 +41,7 @@ class Linear : public Module {
 // products the decoder repeats at every output step with the same weight (the
 // attention's query projection, the combine layer W_c), which blas::gemm would
 // pack afresh at every call. The bias is added by the kernel's epilogue.
-// linear() is the oracle (tests/test_linear.cpp).
+// linear() is the oracle (tests/layers/test_linear.cpp).
 //
 // Training (for_steps while recording) records each step as the op
 // "packed_linear" and does once per batch what linear()'s backward does at every

@@ -1,6 +1,6 @@
 #include "layers/serialize.hpp"
 
-#include "core/safetensors.hpp"
+#include "core/io/safetensors.hpp"
 
 namespace attend::nn {
 

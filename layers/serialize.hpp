@@ -8,12 +8,12 @@
 //
 // A module file holds Module::state_dict() (dotted parameter names, the
 // parameters' own dtypes), an optimizer file Optimizer::state_dict() (layout in
-// autograd/optim.hpp) plus the metadata entry "optimizer" = "SGD", "Adam", ...
+// autograd/optim/optim.hpp) plus the metadata entry "optimizer" = "SGD", "Adam", ...
 // Values are stored exactly: save then load gives back the same bits.
 #include <map>
 #include <string>
 
-#include "autograd/optim.hpp"
+#include "autograd/optim/optim.hpp"
 #include "layers/module.hpp"
 
 namespace attend::nn {

@@ -6,12 +6,12 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
-#include "core/file_io.hpp"
-#include "core/limits.hpp"
-#include "core/printable.hpp"
+#include "core/io/file_io.hpp"
+#include "core/io/limits.hpp"
+#include "core/io/printable.hpp"
 #include "layers/serialize.hpp"
-#include "models/checkpoint.hpp"
-#include "models/subword.hpp"
+#include "models/train/checkpoint.hpp"
+#include "models/data/subword.hpp"
 
 namespace attend {
 
@@ -114,7 +114,7 @@ void read_config(const std::string& path, LoadedModel& m) {
   const std::string attention = r.string(model, "model.", "attention");
   try {
     c.attention = parse_attention(attention);
-    c.validate();  // sizes against core/limits.hpp, before anything is allocated
+    c.validate();  // sizes against core/io/limits.hpp, before anything is allocated
   } catch (const Error& e) {
     fail("{}: {}", path, e.what());
   }

@@ -15,9 +15,9 @@
 #include <nlohmann/json.hpp>
 
 #include "models/seq2seq.hpp"
-#include "models/text_codec.hpp"
-#include "models/tokenizer.hpp"
-#include "models/vocabulary.hpp"
+#include "models/data/text_codec.hpp"
+#include "models/data/tokenizer.hpp"
+#include "models/data/vocabulary.hpp"
 
 namespace attend {
 

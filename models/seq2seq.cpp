@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "autograd/ops.hpp"
-#include "core/limits.hpp"
+#include "core/io/limits.hpp"
 
 namespace attend {
 
@@ -33,7 +33,7 @@ void Seq2SeqConfig::validate() const {
   // Each size against its limit, so that parameter_count cannot overflow and
   // nothing is allocated for a model that could never fit.
   const auto at_most = [](const char* field, std::int64_t value, std::int64_t limit) {
-    if (value > limit) fail("Seq2SeqConfig: {} is {}, more than the limit of {} (core/limits.hpp)", field, value, limit);
+    if (value > limit) fail("Seq2SeqConfig: {} is {}, more than the limit of {} (core/io/limits.hpp)", field, value, limit);
   };
   at_most("source_vocab", source_vocab, limits::kMaxVocabulary);
   at_most("target_vocab", target_vocab, limits::kMaxVocabulary);
@@ -41,7 +41,7 @@ void Seq2SeqConfig::validate() const {
   at_most("hidden", hidden, limits::kMaxDimension);
   at_most("layers", layers, limits::kMaxLayers);
   if (const std::int64_t n = parameter_count(); n > limits::kMaxParameters)
-    fail("Seq2SeqConfig: the model would have {} parameters, more than the limit of {} (core/limits.hpp): "
+    fail("Seq2SeqConfig: the model would have {} parameters, more than the limit of {} (core/io/limits.hpp): "
          "embed {}, hidden {}, layers {}, vocabularies {} and {}",
          n, limits::kMaxParameters, embed, hidden, layers, source_vocab, target_vocab);
 }
@@ -244,7 +244,7 @@ Tensor Seq2Seq::loss(const Batch& batch, const LossOptions& options, Generator* 
   }
   // The output projection is most of the FLOPs: it runs over all B*T positions
   // at once, fused with the loss so that the (B*T, V) logits are never stored
-  // (the same as cross_entropy(logits(h)), which tests/test_seq2seq.cpp checks).
+  // (the same as cross_entropy(logits(h)), which tests/models/test_seq2seq.cpp checks).
   Tensor h = maybe_dropout(stack(attentional, 1));  // (B, T, H)
   return linear_cross_entropy(reshape(h, Shape{B * T, h.size(2)}), project.weight, project.bias,
                               Indices(batch.decoder_target.values), Vocabulary::kPad, options.label_smoothing);

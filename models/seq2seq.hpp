@@ -23,13 +23,13 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "layers/attention.hpp"
+#include "layers/attention/attention.hpp"
 #include "layers/dropout.hpp"
 #include "layers/embedding.hpp"
 #include "layers/linear.hpp"
-#include "layers/lstm.hpp"
+#include "layers/lstm/lstm.hpp"
 #include "layers/module.hpp"
-#include "models/corpus.hpp"
+#include "models/data/corpus.hpp"
 
 namespace attend {
 
@@ -47,7 +47,7 @@ struct Seq2SeqConfig {
   AttentionKind attention = AttentionKind::Additive;
 
   std::int64_t key_size() const { return bidirectional ? 2 * hidden : hidden; }  // Hk
-  // Throws Error naming the bad field; sizes are bounded by core/limits.hpp,
+  // Throws Error naming the bad field; sizes are bounded by core/io/limits.hpp,
   // parameter_count() included, before anything is allocated.
   void validate() const;
   std::int64_t parameter_count() const;  // what Seq2Seq(config).num_parameters() will be

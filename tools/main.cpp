@@ -1,5 +1,5 @@
 // attend: the command line. Each subcommand is defined in tools/cmd_<name>.cpp;
-// tools/cli.cpp wires them up and reports every error.
-#include "tools/cli.hpp"
+// tools/cli/cli.cpp wires them up and reports every error.
+#include "tools/cli/cli.hpp"
 
 int main(int argc, char** argv) { return attend::tools::run_cli(argc, argv, ATTEND_VERSION); }

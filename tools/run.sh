@@ -145,7 +145,7 @@ run_fuzzers() {
         [[ -e "$crash" ]] || continue
         echo "reproducer: $crash"
         echo "replay:     build/fuzz/tests/fuzz/fuzz_$name $crash"
-        echo "regression: copy it to tests/fuzz/regressions/$name/ (tests/test_fuzz_regressions.cpp replays it)"
+        echo "regression: copy it to tests/fuzz/regressions/$name/ (tests/fuzz/test_fuzz_regressions.cpp replays it)"
       done
       failed+=("$name")
     done

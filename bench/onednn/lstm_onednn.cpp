@@ -41,9 +41,9 @@
 
 #include "autograd/autograd.hpp"
 #include "bench/timing.hpp"
-#include "core/blas.hpp"
+#include "core/kernels/blas.hpp"
 #include "core/core.hpp"
-#include "layers/lstm.hpp"
+#include "layers/lstm/lstm.hpp"
 
 using namespace attend;
 using tag = dnnl::memory::format_tag;

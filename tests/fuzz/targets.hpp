@@ -1,6 +1,6 @@
 #pragma once
 // The bodies of the fuzz targets, as plain functions: each tests/fuzz/fuzz_<name>.cpp
-// hands its libFuzzer input to one of them, and tests/test_fuzz_regressions.cpp
+// hands its libFuzzer input to one of them, and tests/fuzz/test_fuzz_regressions.cpp
 // replays every committed seed and crash through the same function in the normal
 // suite (gcc, release and sanitize builds, no libFuzzer).
 //

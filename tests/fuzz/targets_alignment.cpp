@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
-#include "models/alignment.hpp"
+#include "models/decode/alignment.hpp"
 #include "tests/fuzz/targets.hpp"
 
 namespace attend::fuzz {

@@ -9,7 +9,7 @@
 #include "core/random.hpp"
 #include "layers/serialize.hpp"
 #include "models/model_dir.hpp"
-#include "models/trainer.hpp"
+#include "models/train/trainer.hpp"
 #include "tests/fuzz/targets.hpp"
 
 namespace attend::fuzz {

@@ -6,12 +6,12 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
-#include "core/file_io.hpp"
-#include "models/bleu.hpp"
-#include "models/corpus.hpp"
-#include "models/gettext.hpp"
-#include "models/tokenizer.hpp"
-#include "models/vocabulary.hpp"
+#include "core/io/file_io.hpp"
+#include "models/eval/bleu.hpp"
+#include "models/data/corpus.hpp"
+#include "models/data/gettext.hpp"
+#include "models/data/tokenizer.hpp"
+#include "models/data/vocabulary.hpp"
 #include "tests/fuzz/targets.hpp"
 
 namespace attend::fuzz {

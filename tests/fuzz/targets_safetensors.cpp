@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
-#include "core/safetensors.hpp"
+#include "core/io/safetensors.hpp"
 #include "tests/fuzz/targets.hpp"
 
 namespace attend::fuzz {

@@ -1,4 +1,4 @@
-// Data-parallel training under MPI (models/distributed.hpp, models/trainer_distributed.cpp).
+// Data-parallel training under MPI (models/train/distributed.hpp, models/train/trainer_distributed.cpp).
 // CTest runs this program under `mpirun -np 2` and `-np 3` (tests/CMakeLists.txt);
 // every rank runs every test case, and each case makes the same collective calls
 // on every rank. Each rank also trains the one-process reference itself (it is
@@ -9,10 +9,10 @@
 
 #include <unistd.h>
 
-#include "models/distributed.hpp"
-#include "models/toy_language.hpp"
-#include "models/trainer.hpp"
-#include "tests/toy_data.hpp"
+#include "models/train/distributed.hpp"
+#include "models/data/toy_language.hpp"
+#include "models/train/trainer.hpp"
+#include "tests/support/toy_data.hpp"
 
 using namespace attend;
 namespace fs = std::filesystem;

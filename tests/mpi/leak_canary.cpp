@@ -7,7 +7,7 @@
 #include <cstring>
 #include <span>
 
-#include "models/distributed.hpp"
+#include "models/train/distributed.hpp"
 
 namespace {
 

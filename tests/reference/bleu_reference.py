@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Reference values for models/bleu.cpp, written to tests/data/bleu_reference.json.
+"""Reference values for models/eval/bleu.cpp, written to tests/data/bleu_reference.json.
 
 Run with Debian's Python and NLTK (python3-nltk):  /usr/bin/python3 tests/reference/bleu_reference.py
 
@@ -19,7 +19,7 @@ Run with Debian's Python and NLTK (python3-nltk):  /usr/bin/python3 tests/refere
   order has at least one hypothesis n-gram.
 
 sacreBLEU itself is not a Debian package (no python3-sacrebleu in bookworm), so its
-own documented examples are checked in tests/test_bleu.cpp instead.
+own documented examples are checked in tests/models/eval/test_bleu.cpp instead.
 """
 import json
 import os

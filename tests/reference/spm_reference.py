@@ -1,5 +1,5 @@
 """Pieces of SentencePiece models as Python's sentencepiece reads them, for
-tests/test_subword.cpp (the suite itself needs no Python).
+tests/models/data/test_subword.cpp (the suite itself needs no Python).
 
 Run with Debian's Python (python3-sentencepiece):
     /usr/bin/python3 tests/reference/spm_reference.py

@@ -1,4 +1,4 @@
-"""Reference values for layers/attention*: additive and dot-product attention written
+"""Reference values for layers/attention/*: additive and dot-product attention written
 in plain torch (masked_fill(-inf) + softmax, einsum for the context: a different
 road from attend's fused masked softmax), with fixed seeds.
 

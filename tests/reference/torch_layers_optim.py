@@ -1,4 +1,4 @@
-"""Reference values for layers/linear, layers/embedding, autograd/optim* and
+"""Reference values for layers/linear, layers/embedding, autograd/optim/* and
 autograd/lr_schedule, computed by torch 1.13 with fixed seeds.
 
     /usr/bin/python3 tests/reference/torch_layers_optim.py   # (re)writes tests/data/layers_optim.safetensors

@@ -1,4 +1,4 @@
-"""Reference values for tests/test_lstm_cell.cpp and tests/test_lstm.cpp from
+"""Reference values for tests/layers/lstm/test_lstm_cell.cpp and tests/layers/lstm/test_lstm.cpp from
 PyTorch's nn.LSTMCell and nn.LSTM. Run with Debian's Python, which has torch:
 
     /usr/bin/python3 tests/reference/torch_lstm.py

@@ -1,0 +1,256 @@
+#include "core/kernels/blas.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+
+#include "core/error.hpp"
+#include "core/kernels/packed_gemm.hpp"
+
+namespace attend::blas {
+namespace {
+CBLAS_TRANSPOSE op(bool trans) { return trans ? CblasTrans : CblasNoTrans; }
+
+// An empty product still has to apply beta to C.
+template <class T>
+bool empty_product(std::int64_t m, std::int64_t n, std::int64_t k, T beta, T* c, std::int64_t ldc) {
+  if (m == 0 || n == 0) return true;
+  if (k != 0) return false;
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
+  return true;
+}
+std::atomic<bool> timing{false};
+std::atomic<std::int64_t> timed_calls{0};
+std::atomic<double> timed_seconds{0}, timed_flops{0};
+
+// Per shape: (trans_a, trans_b, m, n, k) -> calls and seconds. Locked, as
+// calls may come from several threads; only touched while timing is on.
+using ShapeKey = std::tuple<bool, bool, std::int64_t, std::int64_t, std::int64_t, bool>;  // ..., packed
+std::mutex shapes_mutex;
+std::map<ShapeKey, GemmShapeStats> shapes;
+
+// Runs one product, timed when timing is on.
+template <class F>
+void timed(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, F&& product, bool packed = false) {
+  if (!timing.load(std::memory_order_relaxed)) return product();
+  const auto t0 = std::chrono::steady_clock::now();
+  product();
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  {
+    const std::lock_guard lock(shapes_mutex);
+    GemmShapeStats& shape = shapes[ShapeKey{trans_a, trans_b, m, n, k, packed}];
+    shape.calls += 1;
+    shape.seconds += s;
+  }
+  timed_calls.fetch_add(1, std::memory_order_relaxed);
+  timed_seconds.fetch_add(s, std::memory_order_relaxed);
+  timed_flops.fetch_add(2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k),
+                        std::memory_order_relaxed);
+}
+}  // namespace
+
+void set_gemm_timing(bool on) {
+  timing = on;
+  if (!on) return;  // the counts stay readable until timing starts again
+  timed_calls = 0;
+  timed_seconds = 0;
+  timed_flops = 0;
+  const std::lock_guard lock(shapes_mutex);
+  shapes.clear();
+}
+
+GemmStats gemm_stats() { return {timed_calls.load(), timed_seconds.load(), timed_flops.load()}; }
+
+std::vector<GemmShapeStats> gemm_shape_stats() {
+  std::vector<GemmShapeStats> out;
+  {
+    const std::lock_guard lock(shapes_mutex);
+    for (const auto& [key, stats] : shapes) {
+      GemmShapeStats shape = stats;
+      std::tie(shape.trans_a, shape.trans_b, shape.m, shape.n, shape.k, shape.packed) = key;
+      out.push_back(shape);
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const GemmShapeStats& a, const GemmShapeStats& b) { return a.seconds > b.seconds; });
+  return out;
+}
+
+namespace {
+std::atomic<bool> packed_routing{true};
+
+bool avx512_kernels(const std::string& openblas_name) {
+  for (const char* name : {"SkylakeX", "Cooperlake", "SapphireRapids"})
+    if (openblas_name == name) return true;
+  return false;
+}
+
+// Whether a float32 product goes to the packed kernel. It does where that kernel
+// is AVX-512 and OpenBLAS's kernels are not: there it runs ~2x OpenBLAS's rate
+// even counting the packing of op(B) at every call (bench_packed), which OpenBLAS
+// does too. OpenBLAS's own AVX-512 kernels are as fast. With AVX2 on both sides
+// the two run level on large products, but on the small ones the packed kernel
+// wins (bench_packed on a Zen 3: 16 x 64 x 128 at 61 GFLOP/s against 52, 256 x
+// 96 x 16 at 58 against 41, 64 x 256 x 512 at 84 against 78), so there it takes
+// those of at most kAvx2SmallUpTo multiply-adds, when op(A) is A itself (A^T read
+// down its columns or transposed first loses to OpenBLAS at AVX2 width). OpenBLAS
+// also splits a product over threads, which the packed kernel does not, so with
+// more than one thread OpenBLAS keeps the products it would split: those of more
+// than kOpenBlasOneThreadUpTo multiply-adds. OpenBLAS runs the smaller ones on one
+// thread whatever its thread count (measured with 0.3.21 at 2 threads: CPU time /
+// wall time 1.00 for 64 x 64 x 64, 2.0 for 65 x 65 x 65).
+// The AVX-512 kernel on one thread still beats OpenBLAS's (non-AVX-512) kernels on
+// two up to kAvx512OverThreadsUpTo multiply-adds: on the Zen 5 of 2026-12-07, NT
+// with packing at the call, GFLOP/s packed (1 thread) against OpenBLAS (2):
+// 16 x 256 x 96 105 / 57, 320 x 256 x 32 168 / 71, 320 x 1000 x 64 179 / 136,
+// 64 x 1024 x 256 164 / 156; above it, 64 x 8000 x 256 123 / 159 (packing W, 8 MB,
+// at every call). S training at 2 threads was ~26% faster with every product on
+// the packed kernel (12 alternating pairs, step time ratio 0.737, 0.685-0.768)
+// and then as fast as at one thread; with this cut, 0.793 (0.738-0.823, 10 pairs)
+// against 64^3, and M level (1.013, 0.990-1.068). M's products above it stay on
+// OpenBLAS.
+constexpr double kOpenBlasOneThreadUpTo = 64.0 * 64.0 * 64.0;
+constexpr double kAvx512OverThreadsUpTo = 32.0 * 1024.0 * 1024.0;  // 2^25: 320 x 1000 x 64 is 2^24.3
+constexpr double kAvx2SmallUpTo = 64.0 * 256.0 * 512.0;  // M decoding's combine layer
+
+enum class Routing { None, Avx512, Avx2Small };
+
+Routing routing() {
+  static const Routing r = [] {
+    if (avx512_kernels(openblas_get_corename())) return Routing::None;
+    switch (detail::packed_kernel()) {
+      case detail::PackedKernel::Avx512: return Routing::Avx512;
+      case detail::PackedKernel::Avx2: return Routing::Avx2Small;
+      default: return Routing::None;
+    }
+  }();
+  return r;
+}
+
+bool route_to_packed(float alpha, bool trans_a, std::int64_t m, std::int64_t n, std::int64_t k) {
+  const Routing r = routing();
+  if (r == Routing::None || alpha != 1.0f || !packed_routing.load(std::memory_order_relaxed)) return false;
+  const double mnk = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  if (r == Routing::Avx2Small && (trans_a || mnk > kAvx2SmallUpTo)) return false;
+  if (mnk <= kOpenBlasOneThreadUpTo || num_threads() == 1) return true;
+  return r == Routing::Avx512 && mnk <= kAvx512OverThreadsUpTo;
+}
+}  // namespace
+
+bool set_packed_routing(bool on) { return packed_routing.exchange(on); }
+bool packed_routing_active() { return route_to_packed(1.0f, false, 1 << 20, 1 << 20, 1 << 20); }
+bool packed_routing_small() { return route_to_packed(1.0f, false, 32, 32, 32); }
+
+std::string float_products() {
+  if (!packed_routing.load()) return "OpenBLAS (set so), and attend's packed kernel for the weights it packs";
+  switch (routing()) {
+    case Routing::Avx512:
+      return "attend's packed AVX-512 kernel (core/kernels/packed_gemm.hpp); with more than one OpenBLAS thread, "
+             "those over 2^25 multiply-adds on OpenBLAS";
+    case Routing::Avx2Small:
+      return "OpenBLAS, and attend's packed AVX2 kernel (core/kernels/packed_gemm.hpp) for the weights it packs and for "
+             "products of op(A) = A of at most 64 x 256 x 512 multiply-adds (64^3 with more than one OpenBLAS thread)";
+    case Routing::None: break;
+  }
+  return detail::packed_kernel() == detail::PackedKernel::Avx512
+             ? "OpenBLAS (its AVX-512 kernels), and attend's packed kernel for the weights it packs"
+             : "OpenBLAS, and attend's packed kernel for the weights it packs";
+}
+
+void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+          const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
+          std::int64_t ldc) {
+  if (empty_product(m, n, k, beta, c, ldc)) return;
+  if (route_to_packed(alpha, trans_a, m, n, k))
+    return timed(
+        trans_a, trans_b, m, n, k,
+        [&] {
+          detail::gemm_by_packing(trans_a, trans_b, m, n, k, a, lda, b, ldb, beta, c, ldc, detail::packed_kernel());
+        },
+        true);
+  timed(trans_a, trans_b, m, n, k, [&] {
+    cblas_sgemm(CblasRowMajor, op(trans_a), op(trans_b), static_cast<blasint>(m), static_cast<blasint>(n),
+                static_cast<blasint>(k), alpha, a, static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta,
+                c, static_cast<blasint>(ldc));
+  });
+}
+
+void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, double alpha,
+          const double* a, std::int64_t lda, const double* b, std::int64_t ldb, double beta, double* c,
+          std::int64_t ldc) {
+  if (empty_product(m, n, k, beta, c, ldc)) return;
+  timed(trans_a, trans_b, m, n, k, [&] {
+    cblas_dgemm(CblasRowMajor, op(trans_a), op(trans_b), static_cast<blasint>(m), static_cast<blasint>(n),
+                static_cast<blasint>(k), alpha, a, static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta,
+                c, static_cast<blasint>(ldc));
+  });
+}
+
+void gemm_packed(std::int64_t m, const float* x, std::int64_t ldx, const PackedMatrix& w, float beta, float* y,
+                 std::int64_t ldy, const Epilogue& epilogue) {
+  if (m < 0) fail("gemm_packed: {} rows of x", m);
+  if (ldx < w.k()) fail("gemm_packed: the row stride {} of x is below W's {} columns", ldx, w.k());
+  if (ldy < w.n()) fail("gemm_packed: the row stride {} of y is below W's {} rows", ldy, w.n());
+  detail::check_epilogue(beta, epilogue);
+  if (m == 0 || w.n() == 0) {
+    if (epilogue.rows != nullptr) std::fill_n(epilogue.rows, m, RowSummary{});
+    return;
+  }
+  timed(false, true, m, w.n(), w.k(), [&] {
+    detail::packed_product(m, x, ldx, w, beta, y, ldy, detail::packed_kernel(), epilogue);
+  }, true);
+}
+
+void summarise_rows(std::int64_t m, const float* x, std::int64_t ldx, const float* w, std::int64_t n, std::int64_t k,
+                    std::int64_t ldw, const float* bias, std::int64_t skip, RowSummary* rows, SummaryParts parts) {
+  timed(false, true, m, n, k, [&] {
+    detail::summarise_rows(m, x, ldx, w, n, k, ldw, bias, skip, rows, detail::packed_kernel(), parts);
+  }, true);
+}
+
+void set_num_threads(int n) {
+  if (n < 1) fail("blas::set_num_threads: need at least one thread, got {}", n);
+  openblas_set_num_threads(n);
+}
+
+int num_threads() { return openblas_get_num_threads(); }
+
+CpuVectors cpu_vectors() {
+  CpuVectors cpu;
+#if defined(__x86_64__)
+  // libgcc's checks include the OS's: AVX-512 counts only when XCR0 enables the ZMM state.
+  __builtin_cpu_init();
+  cpu.avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
+               __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+               __builtin_cpu_supports("avx512vl");
+#endif
+  return cpu;
+}
+
+std::string describe_kernels(const std::string& name, const std::string& config, const char* coretype,
+                             const CpuVectors& cpu) {
+  std::string text = name + " (";
+  text += coretype != nullptr ? "OPENBLAS_CORETYPE=" + std::string(coretype) : "OpenBLAS's own choice";
+  const bool wide = avx512_kernels(name);
+  // Only a DYNAMIC_ARCH build holds other kernels to choose from.
+  if (cpu.avx512 && !wide && config.find("DYNAMIC_ARCH") != std::string::npos)
+    text += coretype != nullptr ? "; this CPU also runs OpenBLAS's AVX-512 kernels, up to twice as fast: "
+                                  "unset OPENBLAS_CORETYPE to let OpenBLAS choose, or set it to SkylakeX"
+                                : "; this CPU also runs OpenBLAS's AVX-512 kernels: OPENBLAS_CORETYPE=SkylakeX";
+  return text + ")";
+}
+
+std::string kernels_in_use() {
+  return describe_kernels(openblas_get_corename(), openblas_get_config(), std::getenv("OPENBLAS_CORETYPE"),
+                          cpu_vectors()) +
+         ": " + openblas_get_config();
+}
+
+}  // namespace attend::blas

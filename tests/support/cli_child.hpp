@@ -1,0 +1,72 @@
+#pragma once
+// `attend ARGS...` run as main() runs it (tools::run_cli) in a forked child, with
+// its stdin, stdout and stderr in files of a scratch directory, so that a crash
+// or a hang is a failed check rather than a dead test program. Shared by the
+// command-line tests (test_cli_hardening, test_subword_cli, test_subword_malformed,
+// test_train_cli); the scratch directory is tests/support/scratch.hpp's.
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/support/scratch.hpp"
+#include "tools/cli/cli.hpp"
+
+namespace attend::testing {
+
+inline std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+struct CliResult {
+  int exit_code = -1;  // -1 when the child did not exit normally
+  int signal = 0;      // the signal that ended it (SIGALRM: it hung)
+  std::string out, err;
+};
+
+// `attend ARGS...` with `input` on stdin, in a child process given `seconds`.
+inline CliResult attend_cli(const Scratch& s, std::vector<std::string> args, const std::string& input = "",
+                            int seconds = 60) {
+  const std::string in = s.write("stdin.txt", input), out = s.path("stdout.txt"), err = s.path("stderr.txt");
+  args.insert(args.begin(), "attend");
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    const int fd_in = ::open(in.c_str(), O_RDONLY);
+    const int fd_out = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int fd_err = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ::dup2(fd_in, 0);
+    ::dup2(fd_out, 1);
+    ::dup2(fd_err, 2);
+    ::alarm(static_cast<unsigned>(seconds));
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const int code = tools::run_cli(static_cast<int>(args.size()), argv.data(), "test");
+    std::fflush(nullptr);
+    ::_exit(code);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  CliResult r;
+  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+}  // namespace attend::testing

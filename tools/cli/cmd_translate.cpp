@@ -1,0 +1,272 @@
+// attend translate: sentences from a file or stdin, translations to stdout;
+// --show-attention draws each sentence's alignment in the terminal;
+// --explain-grad shows, for sentence pairs, the attention weights next to the
+// gradient of the loss at them (which alignments training would strengthen).
+// attend eval: BLEU of a model on parallel text, overall and by source length.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "core/kernels/blas.hpp"
+#include "core/io/file_io.hpp"
+#include "core/io/limits.hpp"
+#include "models/eval/evaluation.hpp"
+#include "models/model_dir.hpp"
+#include "tools/cli/checks.hpp"
+#include "tools/cli/commands.hpp"
+#include "tools/report/report.hpp"
+#include "tools/report/svg.hpp"
+#include "tools/cli/line_reader.hpp"
+#include "tools/cli/terminal.hpp"
+#include "tools/cli/translate.hpp"
+
+namespace attend::tools {
+
+namespace {
+
+static_assert(limits::kMaxLineBytes == 65536, "update the footer of attend translate");
+
+// A chunk holds at most this many lines (and about kChunkBytes of them): what
+// translate keeps in memory at once, whatever the size of the input.
+constexpr std::size_t kChunkLines = 4096;
+constexpr std::size_t kChunkBytes = std::size_t{4} << 20;
+
+// Whether two codecs turn the same text into the same tokens.
+bool same_reading(const TextCodec& a, const TextCodec& b) {
+  if (a.tokenizer().lowercase != b.tokenizer().lowercase) return false;
+  if (a.is_subword() != b.is_subword()) return false;
+  if (a.is_subword()) return a.subword()->bytes() == b.subword()->bytes();
+  return a.tokenizer().split_elision == b.tokenizer().split_elision;
+}
+
+std::vector<LoadedModel> load_models(const TranslateFlags& f) {
+  if (f.models.size() > static_cast<std::size_t>(limits::kMaxEnsemble))
+    fail("translate: {} models given; an ensemble has at most {} (core/io/limits.hpp)", f.models.size(),
+         limits::kMaxEnsemble);
+  std::vector<LoadedModel> models;
+  for (const std::string& dir : f.models) {
+    models.push_back(load_model_dir(dir));
+    const LoadedModel& first = models.front();
+    const LoadedModel& m = models.back();
+    if (!(m.target_vocab == first.target_vocab))
+      fail("translate: the models of an ensemble must share their target vocabulary: {} has {} target tokens, {} has "
+           "{}{}",
+           f.models.front(), first.target_vocab.size(), dir, m.target_vocab.size(),
+           first.target_vocab.size() == m.target_vocab.size() ? " (the same number, not the same tokens)" : "");
+    if (!(m.source_vocab == first.source_vocab) || !same_reading(m.codecs.source, first.codecs.source))
+      fail("translate: the models of an ensemble must read the source the same way: {} and {} have different source "
+           "vocabularies or tokenizers",
+           f.models.front(), dir);
+  }
+  return models;
+}
+
+// All lines, for --explain-grad (its input is a handful of sentence pairs).
+std::vector<std::string> read_all_lines(const std::string& path) {
+  LineReader reader(path, "translate");
+  std::vector<std::string> all, chunk;
+  std::size_t bytes = 0;
+  while (reader.next(chunk, kChunkLines, kChunkBytes)) {
+    for (std::string& line : chunk) {
+      bytes += line.size() + 1;
+      if (bytes > limits::kMaxTextFileBytes)
+        fail("translate: {}: more than {} of input (core/io/limits.hpp)", reader.name(),
+             limits::bytes_text(limits::kMaxTextFileBytes));
+      all.push_back(std::move(line));
+    }
+  }
+  return all;
+}
+
+// Translates one chunk of lines in batches of similar length (less padding),
+// and returns the n-best lists in input order.
+std::vector<std::vector<TextTranslation>> translate_chunk(std::vector<LoadedModel>& models,
+                                                          const std::vector<std::string>& lines,
+                                                          const TranslateFlags& f, const DecodeOptions& options) {
+  std::vector<std::size_t> order(lines.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return lines[a].size() < lines[b].size(); });
+  std::vector<std::string> sorted;
+  sorted.reserve(lines.size());
+  for (std::size_t i : order) sorted.push_back(lines[i]);
+  std::vector<Seq2Seq*> ensemble;
+  for (LoadedModel& m : models) ensemble.push_back(m.model.get());
+  const LoadedModel& m = models.front();
+  std::vector<std::vector<TextTranslation>> out =
+      translate_text_n_best(ensemble, sorted, m.source_vocab, m.target_vocab, m.codecs, options, f.batch);
+  std::vector<std::vector<TextTranslation>> in_order(lines.size());
+  for (std::size_t k = 0; k < order.size(); ++k) in_order[order[k]] = std::move(out[k]);
+  return in_order;
+}
+
+void run_translate(const TranslateFlags& f) {
+  blas::set_num_threads(f.threads);
+  std::vector<LoadedModel> models = load_models(f);
+  for (LoadedModel& m : models)
+    if (f.explain_grad || !f.alignments.empty() || f.replace_unk)
+      if (m.config.attention == AttentionKind::None)
+        fail("translate: {} needs a model with attention; {} has none",
+             f.explain_grad        ? "--explain-grad"
+             : !f.alignments.empty() ? "--alignments"
+                                   : "--replace-unk",
+             f.models[static_cast<std::size_t>(&m - models.data())]);
+  if (f.decode.n_best > 1 && (f.explain_grad || f.show_attention || f.alignments == "soft"))
+    fail("translate: --n-best prints Moses n-best lines; it does not combine with {}",
+         f.explain_grad ? "--explain-grad" : f.show_attention ? "--show-attention" : "--alignments soft");
+  if (f.explain_grad) {
+    if (models.size() > 1) fail("translate: --explain-grad explains one model; {} were given", models.size());
+    return run_explain_grad(models.front(), f, read_all_lines(f.input));
+  }
+  const UnkDictionary dictionary = f.unk_dict.empty() ? UnkDictionary() : UnkDictionary::load(f.unk_dict);
+  const DecodeOptions options = f.decode.options();
+
+  // A file is read through once first, so that a bad line stops the command
+  // before anything is translated, and the progress bar knows the total.
+  const bool from_file = !(f.input.empty() || f.input == "-");
+  std::int64_t total = 0;
+  if (from_file) {
+    try {
+      total = count_checked_lines(f.input, "translate");
+    } catch (const Error& e) {
+      fail("{}; nothing was translated", e.what());
+    }
+  }
+  LineReader reader(f.input, "translate");
+  // On a terminal the bar redraws in place; in a log, a line every 10 s (none
+  // for a short run), and always the final speed.
+  const bool terminal = is_terminal(stderr);
+  ProgressBar progress("translate", static_cast<long>(total), terminal, 10.0, stderr);
+  const auto start = std::chrono::steady_clock::now();
+  auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  std::vector<std::string> lines;
+  std::int64_t done = 0;
+  for (;;) {
+    try {
+      if (!reader.next(lines, kChunkLines, kChunkBytes)) break;
+    } catch (const Error& e) {
+      // Standard input cannot be read twice: what came before the bad line is
+      // already translated and written.
+      if (done == 0) fail("{}; nothing was translated", e.what());
+      fail("{}; the {} lines before it were translated", e.what(), done);
+    }
+    std::vector<std::vector<TextTranslation>> out = translate_chunk(models, lines, f, options);
+    std::string text;
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      if (f.replace_unk)
+        for (TextTranslation& t : out[i]) replace_unknown_words(t, dictionary, models.front().codecs.target);
+      text += format_output(out[i], done + static_cast<std::int64_t>(i), f);
+    }
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    done += static_cast<std::int64_t>(out.size());
+    if (!f.quiet && (terminal || seconds() >= 10.0))
+      progress.update(static_cast<long>(done), fmt::format("{:.1f} sentences/s", done / std::max(seconds(), 1e-9)));
+  }
+  if (!f.quiet)
+    fmt::print(stderr, "{}translate: {} sentences in {}, {:.1f} sentences/s\n", terminal ? "\r\033[K" : "", done,
+               format_duration(seconds()), done / std::max(seconds(), 1e-9));
+}
+
+struct EvalFlags {
+  std::string model = "model", data;
+  DecodeFlags decode;
+  int threads = 1;
+};
+
+void run_eval(const EvalFlags& f) {
+  blas::set_num_threads(f.threads);
+  LoadedModel m = load_model_dir(f.model);
+  ParallelText text = read_tsv(f.data);
+  for (const std::string& w : text.warnings) fmt::print(stderr, "warning: {}\n", w);
+  if (text.pairs.empty())
+    fail("eval: {} has no usable 'source<TAB>target' lines ({} skipped): nothing to score", f.data, text.skipped);
+  const DecodeOptions options = f.decode.options();
+  BleuReport r = evaluate_bleu_by_length(*m.model, text.pairs, m.source_vocab, m.target_vocab, m.codecs, options);
+  fmt::print("BLEU {:.2f}  ({} sentences, beam {})\n", r.overall.score, text.pairs.size(), f.decode.beam);
+  fmt::print("{}\n\n", r.overall.signature);
+  fmt::print("{:>12} {:>10} {:>8}\n", "source len", "sentences", "BLEU");
+  for (const LengthBucket& b : r.buckets) {
+    if (b.sentences == 0) fmt::print("{:>5}-{:<6} {:>10} {:>8}\n", b.lo, b.hi, 0, "-");
+    else fmt::print("{:>5}-{:<6} {:>10} {:>8.2f}\n", b.lo, b.hi, b.sentences, b.bleu.score);
+  }
+}
+
+}  // namespace
+
+void add_translate_command(CLI::App& app) {
+  auto f = std::make_shared<TranslateFlags>();
+  auto* cmd = app.add_subcommand("translate", "Translate sentences (one per line) from FILE or stdin");
+  cmd->footer(
+      "Each input line gives one output line (K lines with --n-best K). The input is read in chunks of 4096 lines,\n"
+      "each translated in batches sorted by length and written in input order, so memory stays bounded for any\n"
+      "file; progress and sentences/s go to stderr. Every line of a FILE is checked before any is translated: a\n"
+      "line that is not valid UTF-8, or longer than 65536 bytes, is an error naming it (FILE:LINE), and nothing is\n"
+      "translated. Standard input cannot be read twice: there the error says how many lines were translated.\n\n"
+      "--explain-grad reads 'source<TAB>reference' lines and, for each, differentiates the loss of the reference\n"
+      "(teacher forcing) at the attention weights: it prints the translation, the loss per token, then alpha and\n"
+      "dL/dalpha side by side. '+' marks a weight the loss wants up (dL/dalpha < 0: the loss falls if it grows),\n"
+      "'-' one it wants down (dL/dalpha > 0), sized against the largest |dL/dalpha|. The weights of a row sum to 1,\n"
+      "so training moves the score e_j by dL/dalpha_j minus the alpha-weighted mean of its row, not by its sign\n"
+      "alone. A line without a tab is explained against the model's own greedy translation. The model needs\n"
+      "attention (additive, dot or general). --beam there changes only the translation printed: the target\n"
+      "explained is the reference, or the greedy translation.\n"
+      "  printf 'the red car\\tla voiture rouge\\n' | attend translate --model DIR --explain-grad --svg grad");
+  cmd->add_option("--model", f->models,
+                  "Model directory written by attend train (default: model). Given more than once: an ensemble, "
+                  "decoding with the mean of the models' log-probabilities (they must share their vocabularies)")
+      ->type_name("DIR")
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  add_decode_flags(cmd, f->decode, true);
+  cmd->add_flag("--show-attention", f->show_attention, "Draw the attention weights under each translation");
+  auto* explain = cmd->add_flag("--explain-grad", f->explain_grad,
+                                "For each 'source<TAB>reference' line: alpha and dL/dalpha side by side, the loss "
+                                "per token and the strongest wants (implies --show-attention)");
+  cmd->add_option("--svg", f->svg_prefix,
+                  "With --explain-grad: also write PREFIX_N.svg (N: the input line, from 1) with both heatmaps")
+      ->type_name("PREFIX")
+      ->needs(explain);
+  cmd->add_flag("--ascii", f->ascii,
+                "With --show-attention: digits 0-9 instead of shaded blocks; with --explain-grad: signs and digits "
+                "(+3, -7) instead of signs and blocks");
+  auto* alignments = cmd->add_option("--alignments", f->alignments,
+                  "hard: print TRANSLATION<TAB>ALIGNMENT, with 'i-j' pairs (source word i, output word j, from 0) "
+                  "linking each output word to the source word it attends to most, as Moses and fast_align write "
+                  "them; soft: one JSON object per sentence with both token lists and the attention weights")
+      ->check(CLI::IsMember({"soft", "hard"}))
+      ->type_name("soft|hard");
+  auto* replace = cmd->add_flag("--replace-unk", f->replace_unk,
+                "Replace each <unk> of the output by the source word it attends to most (Luong et al. 2015), "
+                "translated through --unk-dict when it is listed there");
+  cmd->add_option("--unk-dict", f->unk_dict,
+                  "With --replace-unk: a word translation table, 'SOURCE TARGET [PROB]' per line (a fast_align or "
+                  "Moses lexical table works); the most probable target of a source word is used")
+      ->type_name("FILE")
+      ->needs(replace)
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--batch", f->batch, "Sentences decoded together (sorted by length within chunks of 4096 lines)")
+      ->check(check::integer(1, limits::kMaxBatch, true))
+      ->capture_default_str();
+  cmd->add_flag("--quiet", f->quiet, "No progress bar or final speed line on stderr");
+  cmd->add_option("--threads", f->threads, "OpenBLAS threads")->check(check::threads());
+  alignments->excludes(explain);
+  replace->excludes(explain);
+  cmd->add_option("FILE", f->input,
+                  "Sentences to translate (default: stdin); with --explain-grad, 'source<TAB>reference' per line");
+  cmd->callback([f] { run_translate(*f); });
+}
+
+void add_eval_command(CLI::App& app) {
+  auto f = std::make_shared<EvalFlags>();
+  auto* cmd = app.add_subcommand("eval", "BLEU of a model on parallel text, overall and by source length");
+  cmd->add_option("--model", f->model, "Model directory written by attend train")->capture_default_str();
+  cmd->add_option("--data", f->data, "Parallel text: 'source<TAB>target' per line")->required()->check(CLI::ExistingFile);
+  add_decode_flags(cmd, f->decode, false);
+  cmd->add_option("--threads", f->threads, "OpenBLAS threads")->check(check::threads());
+  cmd->callback([f] { run_eval(*f); });
+}
+
+}  // namespace attend::tools
