@@ -27,6 +27,7 @@ foreach(path include/attend/attend.hpp include/attend/core/tensor.hpp)
     message(FATAL_ERROR "consumer test: ${path} was not installed")
   endif()
 endforeach()
+include("${CMAKE_CURRENT_LIST_DIR}/check_installed_headers.cmake")
 
 run("configure" "${CMAKE_COMMAND}" -S "${CONSUMER_SOURCE_DIR}" -B "${build}" -G "${GENERATOR}"
     "-DCMAKE_CXX_COMPILER=${CXX_COMPILER}" "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}" "-DCMAKE_PREFIX_PATH=${prefix}")

@@ -1,0 +1,26 @@
+# The installed headers are the public API: none is an implementation header (a
+# detail/ folder), and each includes attend headers that are installed too, so
+# that a program including any of them compiles against the installed tree alone.
+#   include() from run.cmake after the install, with ${prefix} set.
+file(GLOB_RECURSE installed RELATIVE "${prefix}/include/attend" "${prefix}/include/attend/*")
+set(problems "")
+foreach(header IN LISTS installed)
+  if(header MATCHES "(^|/)detail/")
+    string(APPEND problems "${header} is an implementation header (detail/) but was installed\n")
+    continue()
+  endif()
+  file(STRINGS "${prefix}/include/attend/${header}" includes REGEX "^#include \"")
+  foreach(line IN LISTS includes)
+    string(REGEX REPLACE "^#include \"([^\"]+)\".*" "\\1" included "${line}")
+    if(NOT EXISTS "${prefix}/include/attend/${included}")
+      string(APPEND problems "${header} includes \"${included}\", which is not installed\n")
+    endif()
+  endforeach()
+endforeach()
+list(LENGTH installed count)
+if(count LESS 20)
+  string(APPEND problems "only ${count} headers were installed under ${prefix}/include/attend\n")
+endif()
+if(problems)
+  message(FATAL_ERROR "consumer test: the installed headers are not a closed public API:\n${problems}")
+endif()
