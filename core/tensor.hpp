@@ -57,6 +57,9 @@ class Tensor {
   Tensor& zero_() { return fill_(0.0); }
   Tensor& copy_(const Tensor& src);               // same shape and dtype
   Tensor& add_(const Tensor& other, double alpha = 1.0);  // this += alpha * other
+  // dx += dy: how a backward accumulates into its gradient slot, written as the
+  // formulas in the comments are (add_ with alpha 1).
+  Tensor& operator+=(const Tensor& other) { return add_(other); }
   Tensor& mul_(double factor);
 
   // Autograd. backward() is implemented in autograd/engine.cpp.
