@@ -21,10 +21,9 @@ PACKAGES=(cmake g++ make libopenblas-dev doctest-dev libfmt-dev libcli11-dev nlo
   libopenmpi-dev openmpi-bin         # Open MPI: data-parallel training and its tests under mpirun
   clang libfuzzer-14-dev libclang-rt-14-dev)  # the fuzz targets
 
-# The fuzz targets of tests/fuzz/ (build/fuzz/tests/fuzz/fuzz_NAME) as NAME:MAX_LEN,
-# libFuzzer's -max_len for the format (as in tests/fuzz/targets_common.cpp).
-FUZZ_TARGETS=(safetensors:4096 mo:4096 corpus:4096 vocabulary:2048 config:2048 trainer_state:4096
-  tokenizer:1024 bleu:2048 roundtrip:2048 alignment:1024)
+# The fuzz targets (build/fuzz/tests/fuzz/fuzz_NAME) as NAME:MAX_LEN, from their one
+# list, tests/fuzz/targets.txt (NAME MAX_LEN a line; MAX_LEN is libFuzzer's -max_len).
+fuzz_targets() { sed -n 's/^\([a-z_]*\) \([0-9]*\)$/\1:\2/p' tests/fuzz/targets.txt; }
 FUZZ_SECONDS="${FUZZ_SECONDS:-20}"
 
 # The sanitizer run stops at the first error, with a stack trace. Leak checking
@@ -73,36 +72,28 @@ Run tools/run.sh as root to install them, or install them first:
   apt-get install -y --no-install-recommends "${missing[@]}" </dev/null
 }
 
-# Configures (cheap when nothing changed; applies the preset's settings) and
-# builds one preset of CMakePresets.json.
-build() {
+# Runs one workflow preset of CMakePresets.json: configure (cheap when nothing
+# changed), build and, for release and sanitize, test; the presets hold the
+# settings, so this is the whole sequence. Builds and tests use every CPU.
+workflow() {
   local preset="$1"
-  say "configure and build: preset $preset"
-  cmake --preset "$preset" --log-level=WARNING </dev/null
-  cmake --build --preset "$preset" -j"$JOBS" </dev/null
-}
-
-run_tests() {
-  local preset="$1"
-  say "test: preset $preset"
-  ctest --preset "$preset" -j"$JOBS" --output-on-failure --no-tests=error </dev/null
+  say "cmake --workflow --preset $preset"
+  CMAKE_BUILD_PARALLEL_LEVEL="$JOBS" CTEST_PARALLEL_LEVEL="$JOBS" cmake --workflow --preset "$preset" </dev/null
 }
 
 cmd_demo() {
-  build release
+  workflow release-build
   say "${DEMO[*]}"
   "${DEMO[@]}" </dev/null
 }
 
 cmd_test() {
   local start=$SECONDS
-  build release
-  run_tests release
-  build sanitize
+  workflow release
   export ASAN_OPTIONS="${ASAN_OPTIONS:-$SANITIZER_ASAN_OPTIONS}"
   export UBSAN_OPTIONS="${UBSAN_OPTIONS:-$SANITIZER_UBSAN_OPTIONS}"
-  run_tests sanitize
-  build fuzz
+  workflow sanitize
+  workflow fuzz
   run_fuzzers
   say "all tests passed, release and sanitize builds, fuzzing ($((SECONDS - start)) s)"
 }
@@ -122,6 +113,9 @@ run_fuzzer() {
 # Runs every fuzz target, JOBS at a time (each is one process on one core; one
 # after another they left the other core idle), and fails if any finds a crash.
 run_fuzzers() {
+  local FUZZ_TARGETS
+  mapfile -t FUZZ_TARGETS < <(fuzz_targets)
+  [[ ${#FUZZ_TARGETS[@]} -gt 0 ]] || die "no fuzz targets in tests/fuzz/targets.txt"
   say "fuzz: ${#FUZZ_TARGETS[@]} targets, ${FUZZ_SECONDS} s each, $JOBS at a time"
   local scratch i j name crash failed=() pids=()
   scratch="$(mktemp -d "${TMPDIR:-/tmp}/attend-fuzz.XXXXXX")"
@@ -158,7 +152,7 @@ run_fuzzers() {
 
 # Every bench/<name>.cpp is built as build/release/bench/bench_<name>.
 cmd_bench() {
-  build release
+  workflow release-build
   say "benchmarks on $(nproc) CPUs ($(lscpu 2>/dev/null | sed -n 's/^Model name: *//p')), OpenBLAS $(dpkg-query -W -f='${Version}' libopenblas0 2>/dev/null || echo '?')"
   local source name
   for source in bench/*.cpp; do

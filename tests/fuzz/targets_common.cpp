@@ -75,11 +75,7 @@ std::string Choices::bytes(std::size_t max_size) {
 
 std::span<const Target> targets() {
   static const Target list[] = {
-      {"safetensors", fuzz_safetensors, 4096},   {"mo", fuzz_mo, 4096},
-      {"corpus", fuzz_corpus, 4096},             {"vocabulary", fuzz_vocabulary, 2048},
-      {"config", fuzz_config, 2048},             {"trainer_state", fuzz_trainer_state, 4096},
-      {"tokenizer", fuzz_tokenizer, 1024},       {"bleu", fuzz_bleu, 2048},
-      {"roundtrip", fuzz_roundtrip, 2048},       {"alignment", fuzz_alignment, 1024},
+#include "fuzz_targets.inc"
   };
   return list;
 }
