@@ -77,4 +77,3 @@ if(missing)
 endif()
 list(JOIN pages ", " page_list)
 message(STATUS "docs.paths_exist: the ${checked} paths named in ${page_list} exist")
-
