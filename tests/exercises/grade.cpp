@@ -63,9 +63,9 @@ void report_wrong(int number, const Exercise& e, const Check& c, const Gradcheck
     if (in.passed) continue;
     const std::string where = fmt::format("[{}]", fmt::join(in.worst.index, ", "));
     const std::size_t i = static_cast<std::size_t>(in.input);
-    const double yours =
-        at.yours.size() > i ? at.yours[i].to_vector()[static_cast<std::size_t>(flat_index(in.shape, in.worst.index))]
-                            : in.worst.analytic;
+    const double yours =  // + 0.0: a -0 prints as 0
+        (at.yours.size() > i ? at.yours[i].to_vector()[static_cast<std::size_t>(flat_index(in.shape, in.worst.index))]
+                             : in.worst.analytic) + 0.0;
     std::printf("FAIL %d. %s%s: dL/d%s wrong at %s (yours %.6g, finite differences %.6g)\n", number, e.name,
                 c.label.c_str(), in.name.c_str(), where.c_str(), yours, in.worst.numeric);
     if (wrote_nothing(at)) {

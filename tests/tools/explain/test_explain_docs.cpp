@@ -14,6 +14,7 @@
 #include <cctype>
 #include <cmath>
 #include <filesystem>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -172,17 +173,15 @@ std::string check_reference(const std::filesystem::path& root, const Reference& 
     owner = name.substr(0, scope);
     name = name.substr(scope + 2);
   }
-  auto occurs = [&code](const std::string& word) {
-    for (std::size_t at = 0; (at = code.find(word, at)) != std::string::npos; at += word.size()) {
-      const bool left = at == 0 || !(std::isalnum(static_cast<unsigned char>(code[at - 1])) || code[at - 1] == '_');
-      const std::size_t end = at + word.size();
-      const bool right = end == code.size() || !(std::isalnum(static_cast<unsigned char>(code[end])) || code[end] == '_');
-      if (left && right) return true;
-    }
-    return false;
+  // A function is called or defined (name followed by "(", "<" or "{"); a type
+  // is declared; a member's class is named with it or declared in the file.
+  const auto named = [&code](const std::string& word) {
+    return std::regex_search(code, std::regex("(^|[^A-Za-z0-9_])" + word + "\\s*[(<{]")) ||
+           std::regex_search(code, std::regex("(class|struct)\\s+" + word + "\\b"));
   };
-  if (!occurs(name) || (!owner.empty() && !occurs(owner.substr(owner.rfind(':') + 1))))
-    return r.file + " has no " + r.function;
+  const bool member_ok = owner.empty() || code.find(owner + "::" + name) != std::string::npos ||
+                         std::regex_search(code, std::regex("(class|struct)\\s+" + owner + "\\b"));
+  if (!named(name) || !member_ok) return r.file + " has no " + r.function;
   return "";
 }
 
@@ -212,9 +211,9 @@ TEST_CASE("the reference check finds a missing file and a missing function") {
   const std::string text =
       "See `autograd/ops/softmax.cpp: softmax_row_backward` and `layers/lstm/lstm_cell.cpp`: `lstm_cell_composed`, "
       "`no_such_function`; `autograd/ops/no_such_file.cpp` and `autograd/engine.cpp: Engine::no_such_member`, "
-      "`autograd/engine.cpp: Engine::run`.";
+      "`autograd/engine.cpp: Engine::run`, `autograd/engine.cpp: Engine::walk`.";
   const std::vector<Reference> refs = references(text);
-  REQUIRE(refs.size() == 7);
+  REQUIRE(refs.size() == 8);
   CHECK(check_reference(root, refs[0]).empty());
   CHECK(refs[1].function.empty());
   CHECK(check_reference(root, refs[2]).empty());
@@ -223,6 +222,8 @@ TEST_CASE("the reference check finds a missing file and a missing function") {
   CHECK(check_reference(root, refs[4]) == "autograd/ops/no_such_file.cpp does not exist");
   CHECK(check_reference(root, refs[5]) == "autograd/engine.cpp has no Engine::no_such_member");
   CHECK(check_reference(root, refs[6]).empty());
+  // "walk" is a word of engine.cpp's comments, but no function there.
+  CHECK(check_reference(root, refs[7]) == "autograd/engine.cpp has no Engine::walk");
 }
 
 TEST_CASE("docs/backprop-through-attention.md's worked example is what attend explain --seed 1 prints") {
