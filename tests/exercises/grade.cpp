@@ -61,19 +61,30 @@ void report_wrong(int number, const Exercise& e, const Check& c, const Gradcheck
   const Attempt& at = *c.attempt;
   for (const InputReport& in : r.inputs) {
     if (in.passed) continue;
-    const std::string where = fmt::format("[{}]", fmt::join(in.worst.index, ", "));
     const std::size_t i = static_cast<std::size_t>(in.input);
-    const double yours =  // + 0.0: a -0 prints as 0
-        (at.yours.size() > i ? at.yours[i].to_vector()[static_cast<std::size_t>(flat_index(in.shape, in.worst.index))]
-                             : in.worst.analytic) + 0.0;
+    const bool assigned = at.assigned.size() > i && at.assigned[i];
+    // The element furthest out of tolerance; for an assignment, where the erased
+    // seed shows most is no better a place than any, so the largest gradient.
+    ElementCheck shown = in.worst;
+    if (assigned)
+      for (const ElementCheck& f : in.failures)
+        if (std::abs(f.numeric) > std::abs(shown.numeric)) shown = f;
+    const std::string where = fmt::format("[{}]", fmt::join(shown.index, ", "));
+    const std::vector<double> own = at.yours.size() > i ? at.yours[i].to_vector() : std::vector<double>{};
+    auto yours_at = [&](const ElementCheck& c) {  // + 0.0: a -0 prints as 0
+      return (own.empty() ? c.analytic : own[static_cast<std::size_t>(flat_index(in.shape, c.index))]) + 0.0;
+    };
+    const double yours = yours_at(shown);
     std::printf("FAIL %d. %s%s: dL/d%s wrong at %s (yours %.6g, finite differences %.6g)\n", number, e.name,
-                c.label.c_str(), in.name.c_str(), where.c_str(), yours, in.worst.numeric);
+                c.label.c_str(), in.name.c_str(), where.c_str(), yours, shown.numeric);
     if (wrote_nothing(at)) {
       std::printf("     nothing was written: write %s in tests/exercises/answers.cpp\n", e.name);
       return;
     }
-    if (at.assigned.size() > i && at.assigned[i]) {
-      const bool right = std::abs(yours - in.worst.numeric) <= 1e-5 + 1e-3 * std::abs(in.worst.numeric);
+    if (assigned) {
+      bool right = true;  // at every failing element listed
+      for (const ElementCheck& f : in.failures)
+        right = right && std::abs(yours_at(f) - f.numeric) <= 1e-5 + 1e-3 * std::abs(f.numeric);
       std::printf("     %s assigned (d%s = ...): the slot already held gradient (other uses of %s; here the "
                   "grader's random seed), which that erased; add to it (d%s += ...)\n",
                   right ? "the values are right but" : "the values are wrong, and", in.name.c_str(),
