@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -102,8 +103,16 @@ bool grade(int number, const Exercise& e, std::uint64_t seed, int stage) {
     if (v.give_hint) print_hints(e, stage);
     return false;
   };
+  // before and after run the learner's code outside gradcheck.
+  auto verdict = [](const std::function<Verdict()>& check) {
+    try {
+      return check();
+    } catch (const std::exception& err) {
+      return Verdict{fmt::format("your code threw: {}", err.what()), false};
+    }
+  };
   if (e.before) {
-    const Verdict v = e.before();
+    const Verdict v = verdict(e.before);
     if (!v.ok) return fail_with(v);
   }
   for (const Check& c : e.checks) {
@@ -119,6 +128,9 @@ bool grade(int number, const Exercise& e, std::uint64_t seed, int stage) {
                   c.attempt->error.empty() ? err.what() : c.attempt->error.c_str());
       print_hints(e, stage);
       return false;
+    } catch (const std::exception& err) {  // std::vector::at and the like, in an answer
+      std::printf("FAIL %d. %s%s: your backward threw: %s\n", number, e.name, c.label.c_str(), err.what());
+      return false;
     }
     if (!r.passed) {
       report_wrong(number, e, c, r, stage);
@@ -127,7 +139,7 @@ bool grade(int number, const Exercise& e, std::uint64_t seed, int stage) {
   }
   std::string note;
   if (e.after) {
-    const Verdict v = e.after();
+    const Verdict v = verdict(e.after);
     if (!v.ok) return fail_with(v);
     note = v.what;
   }
