@@ -2,7 +2,8 @@
 // and every function it names in that file ("`path: name`", or "`path`:
 // `name`, `name`") occurs there. The worked example of
 // docs/backprop-through-attention.md (section 8) is what
-// `attend explain --seed 1` prints, and docs/figures/step_graph.svg (in the
+// `attend explain --seed 1` prints, the values its "Reading the numbers" quotes
+// are the printed ones, and docs/figures/step_graph.svg (in the
 // README) is what `attend explain --seed 1 --graph` draws. Builds differ in the last bits (-O3 or -Og,
 // FMA contraction or not), which moves the |Δ| column and a finite difference's
 // last digit; so words are compared exactly and numbers to a tolerance that
@@ -237,6 +238,43 @@ TEST_CASE("docs/backprop-through-attention.md's worked example is what attend ex
     CAPTURE(actual[i]);
     check_same_line(expected[i], actual[i]);
   }
+}
+
+// The numbers of a text with at least `digits` digits after the point, "−" read as "-".
+std::vector<std::string> decimals(std::string text, std::size_t digits) {
+  for (std::size_t at; (at = text.find("\u2212")) != std::string::npos;) text.replace(at, 3, "-");
+  std::vector<std::string> out;
+  const std::regex number("[0-9]+\\.[0-9]+(e[-+][0-9]+)?");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), number); it != std::sregex_iterator(); ++it) {
+    const std::string word = it->str();
+    if (word.find('e') != std::string::npos || word.size() - word.find('.') - 1 >= digits) out.push_back(word);
+  }
+  return out;
+}
+
+TEST_CASE("the numbers 'Reading the numbers' quotes are attend explain --seed 1's, to the last digit") {
+  const std::string doc = attend::read_file(ATTEND_TEST_DATA "/../../docs/backprop-through-attention.md");
+  const std::size_t from = doc.find("### Reading the numbers"), to = doc.find("Run it yourself", from);
+  REQUIRE(from != std::string::npos);
+  REQUIRE(to != std::string::npos);
+  std::vector<double> printed;
+  for (const std::string& w : decimals(attend::tools::explain_attention({"additive", 1, false}).text, 0))
+    printed.push_back(std::stod(w));
+  // A quoted value is a printed one rounded to 8 digits after the point; the
+  // rest (products, sums, 1 − h~²) are worked out from them in the text.
+  int quoted = 0;
+  for (const std::string& w : decimals(doc.substr(from, to - from), 5)) {
+    const double x = std::stod(w), unit = last_digit(w);
+    double nearest = 1e300;
+    for (double p : printed) nearest = std::min(nearest, std::abs(x - std::abs(p)));
+    CAPTURE(w);
+    if (nearest <= 1e-4 * std::max(x, 1e-3)) {  // a quote of a printed value: it must be exact
+      CHECK(nearest <= unit);
+      ++quoted;
+    }
+  }
+  // Most of the section quotes printed values; a new seed or model would leave few.
+  CHECK(quoted >= 35);
 }
 
 TEST_CASE("docs/figures/step_graph.svg is what attend explain --seed 1 --graph draws") {
