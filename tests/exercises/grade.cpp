@@ -157,13 +157,23 @@ std::map<std::string, int> read_attempts(const std::string& path) {
   return counts;
 }
 
+// Complete or absent: written beside and renamed over, except a special file
+// (a FIFO, /dev/stdout), which is written through. A failure costs only the count.
 void write_attempts(const std::string& path, const std::map<std::string, int>& counts) {
-  const std::string tmp = path + ".tmp";
+  std::error_code ec;
+  const bool special = std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec);
+  const std::string target = special ? path : path + ".tmp";
   {
-    std::ofstream out(tmp, std::ios::trunc);
+    std::ofstream out(target, std::ios::trunc);
     for (const auto& [name, count] : counts) out << name << ' ' << count << '\n';
+    if (!out.flush()) {
+      std::fprintf(stderr, "exercises: could not write %s; the hints will not advance\n", target.c_str());
+      return;
+    }
   }
-  std::filesystem::rename(tmp, path);
+  if (special) return;
+  std::filesystem::rename(target, path, ec);
+  if (ec) std::fprintf(stderr, "exercises: could not write %s: %s\n", path.c_str(), ec.message().c_str());
 }
 
 int usage(const char* argv0) {
