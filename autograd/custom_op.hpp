@@ -26,9 +26,10 @@
 //   require grad; non-tensor arguments (indices, sizes) are captured by the
 //   lambdas (build the CustomOp where you call it).
 // - backward reads g.dy(k), the gradient of output k (its shape), and adds the
-//   gradient of input i into g.dx(i) (zero-filled, the input's shape) for the
-//   inputs with g.needs(i). Add, never assign: an input used by several ops
-//   receives the sum of their contributions. gradcheck catches an assignment.
+//   gradient of input i into g.dx(i) (the input's slot, of its shape, holding
+//   whatever has arrived so far: other consumers' contributions, an earlier
+//   backward's .grad, gradcheck's random seed) for the inputs with g.needs(i).
+//   Add (g.dx(i) += ...), never assign. gradcheck catches an assignment.
 // - Anything the backward needs from the forward goes through ctx.save().
 #include <functional>
 #include <string>

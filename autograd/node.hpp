@@ -110,14 +110,18 @@ class Recorded {
 };
 
 // What a backward function sees: the gradients of the op's outputs (dy) and
-// the gradient slots of its inputs (dx), which it must add to, never assign:
-// an input used by several ops receives the sum of all their contributions.
+// the gradient slots of its inputs (dx), which it must add to (dx += ...),
+// never assign. A slot may already hold gradient when the backward runs:
+// another consumer's contribution (an input used by several ops receives the
+// sum of all of them), a leaf's .grad from an earlier backward(), or, under
+// gradcheck, random values seeded there to catch an assignment. It is
+// zero-filled only when nothing has arrived yet.
 class Grads {
  public:
   explicit Grads(Node& node) : node_(node) {}
   const Tensor& dy(int output = 0) const { return node_.out_grads_[output]; }
   bool needs(int input) const { return node_.inputs_[input].requires_grad(); }
-  Tensor& dx(int input);  // zero-filled on first use
+  Tensor& dx(int input);  // the input's slot: what has arrived so far (zeros if nothing has)
 
  private:
   Node& node_;

@@ -37,6 +37,9 @@ class Linear : public Module {
   std::int64_t in_, out_;
 };
 
+// Learning? Read linear() in autograd/ops/matmul.cpp first: the same y = x W^T + b
+// with its backward under it. PackedLinear is its fast twin.
+//
 // y = x @ W^T + b by a weight packed once (blas::PackedMatrix): for the
 // products the decoder repeats at every output step with the same weight (the
 // attention's query projection, the combine layer W_c), which blas::gemm would

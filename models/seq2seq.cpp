@@ -186,6 +186,12 @@ Seq2Seq::State Seq2Seq::initial_state(const Encoded& enc) const {
   return {enc.s0, enc.c0, zeros(enc.s0.shape(), dtype_)};
 }
 
+// The fast version of one decoder step (prepared weights, fused attention, the
+// deferred weight gradients of PackedLinear). To learn it, read its composed
+// twin first: tools/explain/explain_model.hpp (Setup::scores, Setup::context,
+// Setup::attentional, Setup::logits), built from linear, tanh, concat, matmul;
+// docs/backprop-through-attention.md section 5 says which attention this is
+// (Luong's order: the cell first, then attention with the current state s_i).
 Seq2Seq::Step Seq2Seq::step(const Encoded& enc, const Indices& previous, const State& state) {
   Tensor y = maybe_dropout(target_embed.forward(previous));       // (B, E)
   nn::LSTMState next = cell.forward(concat({y, state.feed}, 1), {state.s, state.c}, enc.cell_weights);  // input feeding

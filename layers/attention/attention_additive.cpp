@@ -177,6 +177,10 @@ AttentionKeys AdditiveAttention::precompute(const Tensor& encoder_states, const 
 }
 
 // q = W_q s + b (one small GEMM), then the fused op.
+// The fast twin of additive_attention_composed (attention_composed.cpp), which a
+// learner reads first: q = W_q s + b through the PackedLinear that precompute()
+// prepared (linear() in autograd/ops/matmul.cpp computes the same), then the
+// fused step op.
 AttentionOutput AdditiveAttention::step(const Tensor& query, const AttentionKeys& keys) const {
   detail::check_query_side("AdditiveAttention.step", query, keys, query_size_);
   const Tensor q = keys.query.usable() ? keys.query.forward(query) : linear(query, W_q, b);

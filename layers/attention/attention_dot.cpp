@@ -145,6 +145,9 @@ AttentionKeys DotProductAttention::precompute(const Tensor& encoder_states, cons
 }
 
 // q = W_Q s (one small GEMM) for projected scores, else s itself; then the fused op.
+// The fast twin of dot_attention_composed (attention_composed.cpp), which a
+// learner reads first: the query through the prepared PackedLinear (linear()'s
+// twin), then the fused step op.
 AttentionOutput DotProductAttention::step(const Tensor& query, const AttentionKeys& keys) const {
   detail::check_query_side("DotProductAttention.step", query, keys, query_size_);
   Tensor q = query;

@@ -1,5 +1,9 @@
-// The worked example of docs/backprop-through-attention.md (section 8) is what
-// `attend explain --seed 1` prints, and docs/figures/step_graph.svg (in the
+// The learner's docs held to the code. Every file a learner doc names exists,
+// and every function it names in that file ("`path: name`", or "`path`:
+// `name`, `name`") occurs there. The worked example of
+// docs/backprop-through-attention.md (section 8) is what
+// `attend explain --seed 1` prints, the values its "Reading the numbers" quotes
+// are the printed ones, and docs/figures/step_graph.svg (in the
 // README) is what `attend explain --seed 1 --graph` draws. Builds differ in the last bits (-O3 or -Og,
 // FMA contraction or not), which moves the |Δ| column and a finite difference's
 // last digit; so words are compared exactly and numbers to a tolerance that
@@ -8,7 +12,10 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <filesystem>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -77,7 +84,148 @@ void check_same_line(const std::string& doc_line, const std::string& program_lin
   }
 }
 
+
+// ---- The files and functions a doc names ----------------------------------------
+
+// A file and a function in it ("" for a file alone), as a doc names them.
+struct Reference {
+  std::string file, function;
+};
+
+bool is_path(const std::string& word) {
+  static const char* const roots[] = {"core/", "autograd/", "layers/", "models/", "tools/", "tests/", "bench/", "docs/"};
+  static const char* const exts[] = {".cpp", ".hpp", ".md", ".py", ".sh", ".cmake", ".svg", ".txt"};
+  bool rooted = false, typed = false;
+  for (const char* r : roots) rooted = rooted || word.rfind(r, 0) == 0;
+  for (const char* e : exts) {
+    const std::string ext(e);
+    typed = typed || (word.size() > ext.size() && word.compare(word.size() - ext.size(), ext.size(), ext) == 0);
+  }
+  return rooted && typed && word.find(' ') == std::string::npos;
+}
+
+bool is_identifier(const std::string& word) {
+  if (word.empty()) return false;
+  for (char c : word)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == ':')) return false;
+  return !std::isdigit(static_cast<unsigned char>(word[0]));
+}
+
+// Every `...` span of the text, line breaks inside turned into spaces.
+std::vector<std::pair<std::size_t, std::string>> code_spans(const std::string& text) {
+  std::vector<std::pair<std::size_t, std::string>> spans;
+  std::size_t at = 0;
+  while ((at = text.find('`', at)) != std::string::npos) {
+    if (text.compare(at, 3, "```") == 0) {  // a code block: skip it whole
+      const std::size_t end = text.find("```", at + 3);
+      if (end == std::string::npos) break;
+      at = end + 3;
+      continue;
+    }
+    const std::size_t end = text.find('`', at + 1);
+    if (end == std::string::npos) break;
+    std::string span = text.substr(at + 1, end - at - 1);
+    std::replace(span.begin(), span.end(), '\n', ' ');
+    spans.emplace_back(end + 1, span);  // where the text after the span starts
+    at = end + 1;
+  }
+  return spans;
+}
+
+std::vector<Reference> references(const std::string& text) {
+  std::vector<Reference> out;
+  const auto spans = code_spans(text);
+  for (std::size_t k = 0; k < spans.size(); ++k) {
+    const std::string& span = spans[k].second;
+    const std::size_t colon = span.find(": ");
+    if (colon != std::string::npos && is_path(span.substr(0, colon))) {  // `path: name`
+      std::string name = span.substr(colon + 2);
+      name.erase(0, name.find_first_not_of(' '));
+      out.push_back({span.substr(0, colon), is_identifier(name) ? name : ""});
+      continue;
+    }
+    if (!is_path(span)) continue;
+    out.push_back({span, ""});
+    // `path`: `name`, `name` and `name`
+    std::size_t after = spans[k].first;
+    if (after >= text.size() || text[after] != ':') continue;
+    for (std::size_t m = k + 1; m < spans.size(); ++m) {
+      const std::size_t open = text.rfind('`', spans[m].first - spans[m].second.size() - 2);
+      std::string between = text.substr(after, open - after);
+      for (const char* sep : {":", ",", ";", " and ", "\n"})
+        for (std::size_t p; (p = between.find(sep)) != std::string::npos;) between.erase(p, std::string(sep).size());
+      if (between.find_first_not_of(' ') != std::string::npos || !is_identifier(spans[m].second)) break;
+      out.push_back({span, spans[m].second});
+      after = spans[m].first;
+    }
+  }
+  return out;
+}
+
+// "" when the reference holds; otherwise what is wrong.
+std::string check_reference(const std::filesystem::path& root, const Reference& r) {
+  const std::filesystem::path file = root / r.file;
+  if (!std::filesystem::exists(file)) return r.file + " does not exist";
+  if (r.function.empty() || std::filesystem::is_directory(file)) return "";
+  const std::string code = attend::read_file(file.string());
+  std::string name = r.function;
+  std::string owner;
+  if (const std::size_t scope = name.rfind("::"); scope != std::string::npos) {
+    owner = name.substr(0, scope);
+    name = name.substr(scope + 2);
+  }
+  // A function is called or defined (name followed by "(", "<" or "{"); a type
+  // is declared; a member's class is named with it or declared in the file.
+  const auto named = [&code](const std::string& word) {
+    return std::regex_search(code, std::regex("(^|[^A-Za-z0-9_])" + word + "\\s*[(<{]")) ||
+           std::regex_search(code, std::regex("(class|struct)\\s+" + word + "\\b"));
+  };
+  const bool member_ok = owner.empty() || code.find(owner + "::" + name) != std::string::npos ||
+                         std::regex_search(code, std::regex("(class|struct)\\s+" + owner + "\\b"));
+  if (!named(name) || !member_ok) return r.file + " has no " + r.function;
+  return "";
+}
+
 }  // namespace
+
+TEST_CASE("every file and function the learner's docs name exists") {
+  const std::filesystem::path root = ATTEND_TEST_DATA "/../..";
+  int checked = 0, functions = 0;
+  for (const char* doc : {"docs/start-here.md", "docs/backprop-through-attention.md", "docs/exercises.md",
+                          "docs/custom-ops.md", "tests/exercises/exercises.hpp"}) {
+    const std::string text = attend::read_file((root / doc).string());
+    for (const Reference& r : references(text)) {
+      CAPTURE(doc);
+      const std::string wrong = check_reference(root, r);
+      CHECK_MESSAGE(wrong.empty(), wrong);
+      ++checked;
+      if (!r.function.empty()) ++functions;
+    }
+  }
+  // The parser finds what the docs name: far more than a handful of each.
+  CHECK(checked > 80);
+  CHECK(functions > 40);
+}
+
+TEST_CASE("the reference check finds a missing file and a missing function") {
+  const std::filesystem::path root = ATTEND_TEST_DATA "/../..";
+  const std::string text =
+      "See `autograd/ops/softmax.cpp: softmax_row_backward` and `layers/lstm/lstm_cell.cpp`: `lstm_cell_composed`, "
+      "`no_such_function`; `autograd/ops/no_such_file.cpp` and `autograd/engine.cpp: Engine::no_such_member`, "
+      "`autograd/engine.cpp: Engine::run`, `autograd/engine.cpp: Engine::walk`.";
+  const std::vector<Reference> refs = references(text);
+  REQUIRE(refs.size() == 8);
+  CHECK(check_reference(root, refs[0]).empty());
+  CHECK(refs[1].function.empty());
+  CHECK(check_reference(root, refs[2]).empty());
+  CHECK(refs[3].function == "no_such_function");
+  CHECK(check_reference(root, refs[3]) == "layers/lstm/lstm_cell.cpp has no no_such_function");
+  CHECK(check_reference(root, refs[4]) == "autograd/ops/no_such_file.cpp does not exist");
+  CHECK(check_reference(root, refs[5]) == "autograd/engine.cpp has no Engine::no_such_member");
+  CHECK(check_reference(root, refs[6]).empty());
+  // "walk" is a word of engine.cpp's comments, but no function there.
+  CHECK(check_reference(root, refs[7]) == "autograd/engine.cpp has no Engine::walk");
+}
 
 TEST_CASE("docs/backprop-through-attention.md's worked example is what attend explain --seed 1 prints") {
   const std::string doc = attend::read_file(ATTEND_TEST_DATA "/../../docs/backprop-through-attention.md");
@@ -90,6 +238,43 @@ TEST_CASE("docs/backprop-through-attention.md's worked example is what attend ex
     CAPTURE(actual[i]);
     check_same_line(expected[i], actual[i]);
   }
+}
+
+// The numbers of a text with at least `digits` digits after the point, "−" read as "-".
+std::vector<std::string> decimals(std::string text, std::size_t digits) {
+  for (std::size_t at; (at = text.find("\u2212")) != std::string::npos;) text.replace(at, 3, "-");
+  std::vector<std::string> out;
+  const std::regex number("[0-9]+\\.[0-9]+(e[-+][0-9]+)?");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), number); it != std::sregex_iterator(); ++it) {
+    const std::string word = it->str();
+    if (word.find('e') != std::string::npos || word.size() - word.find('.') - 1 >= digits) out.push_back(word);
+  }
+  return out;
+}
+
+TEST_CASE("the numbers 'Reading the numbers' quotes are attend explain --seed 1's, to the last digit") {
+  const std::string doc = attend::read_file(ATTEND_TEST_DATA "/../../docs/backprop-through-attention.md");
+  const std::size_t from = doc.find("### Reading the numbers"), to = doc.find("Run it yourself", from);
+  REQUIRE(from != std::string::npos);
+  REQUIRE(to != std::string::npos);
+  std::vector<double> printed;
+  for (const std::string& w : decimals(attend::tools::explain_attention({"additive", 1, false}).text, 0))
+    printed.push_back(std::stod(w));
+  // A quoted value is a printed one rounded to 8 digits after the point; the
+  // rest (products, sums, 1 − h~²) are worked out from them in the text.
+  int quoted = 0;
+  for (const std::string& w : decimals(doc.substr(from, to - from), 5)) {
+    const double x = std::stod(w), unit = last_digit(w);
+    double nearest = 1e300;
+    for (double p : printed) nearest = std::min(nearest, std::abs(x - std::abs(p)));
+    CAPTURE(w);
+    if (nearest <= 1e-4 * std::max(x, 1e-3)) {  // a quote of a printed value: it must be exact
+      CHECK(nearest <= unit);
+      ++quoted;
+    }
+  }
+  // Most of the section quotes printed values; a new seed or model would leave few.
+  CHECK(quoted >= 35);
 }
 
 TEST_CASE("docs/figures/step_graph.svg is what attend explain --seed 1 --graph draws") {
