@@ -236,7 +236,7 @@ std::set<std::string> recorded_op_names() {
   const std::regex named(R"re(const char\* op = "([a-z_0-9]+)")re");
   std::set<std::string> names;
   for (const char* folder : {"autograd", "layers"})
-    for (const auto& entry : std::filesystem::directory_iterator(root / folder)) {
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(root / folder)) {
       if (entry.path().extension() != ".cpp") continue;
       std::ifstream in(entry.path());
       const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
