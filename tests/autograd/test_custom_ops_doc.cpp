@@ -128,7 +128,7 @@ TEST_CASE("docs/custom-ops.md shows only code that is in this file") {
     return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   };
   const std::string doc = read(root / "docs" / "custom-ops.md");
-  const std::string code = read(root / "tests" / "test_custom_ops_doc.cpp");
+  const std::string code = read(root / "tests" / "autograd" / "test_custom_ops_doc.cpp");
   int blocks = 0;
   for (std::size_t at = doc.find("```cpp\n"); at != std::string::npos; at = doc.find("```cpp\n", at)) {
     const std::size_t start = at + 7, end = doc.find("```", start);
