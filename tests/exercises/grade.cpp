@@ -214,6 +214,8 @@ bool grade(int number, const Exercise& e) {
       std::printf("     hint: %s\n", e.hint);
     return false;
   }
+  // Every input's gradient right, and yet an op inside fn does not add into its inputs' slots.
+  std::printf("FAIL %d. %s: %s\n", number, e.name, r.first_wrong_node_summary().c_str());
   return false;
 }
 

@@ -249,6 +249,8 @@ TEST_CASE("attend gradcheck covers every op the library records") {
     GradcheckReport cr = c.run();
     INFO(cr.str());
     CHECK(cr.passed);
+    CHECK(cr.accumulation_checked > 0);  // every op re-run with seeded slots, and adding into them
+    CHECK(cr.accumulation_unchecked == 0);
   }
 }
 
@@ -290,6 +292,8 @@ TEST_CASE("directional mode checks a whole Seq2Seq model, naming its parameters"
   GradcheckReport r = nn::gradcheck_parameters(model, [&] { return Tensors{model.loss(batch)}; }, o);
   INFO(r.str());
   CHECK(r.passed);
+  CHECK(r.accumulation_checked > 10);  // every op of the model, each adding into its inputs' slots
+  CHECK(r.accumulation_unchecked == 0);
   const auto named = model.named_parameters();
   REQUIRE(r.inputs.size() == named.size());
   for (std::size_t i = 0; i < named.size(); ++i) {
