@@ -42,11 +42,22 @@ void binary_backward(const Shape& y, const Shape& a, const Shape& b, G g) {
   }
 }
 
-// What a binary op's backward reads besides dy: add and sub need only the
-// shapes; mul and div also the values of a and b, which are then kept alive
-// until the backward runs.
-constexpr std::false_type kShapesOnly{};
-constexpr std::true_type kKeepsValues{};
+// What a binary op's backward keeps besides dy: add and sub only the shapes of
+// a and b; mul and div a and b themselves, alive until the backward runs.
+struct KeptShapes {
+  Shape a, b;
+  KeptShapes(const Tensor& x, const Tensor& y) : a(x.shape()), b(y.shape()) {}
+  const Shape& shape_a() const { return a; }
+  const Shape& shape_b() const { return b; }
+};
+struct KeptValues {
+  Tensor a, b;
+  KeptValues(const Tensor& x, const Tensor& y) : a(x.detach()), b(y.detach()) {}
+  const Shape& shape_a() const { return a.shape(); }
+  const Shape& shape_b() const { return b.shape(); }
+};
+constexpr std::false_type kShapesOnly{};  // -> KeptShapes
+constexpr std::true_type kKeepsValues{};  // -> KeptValues
 
 // The skeleton of add, sub, mul and div, which differ only in their formulas:
 //   forward   y[i] = f(a[ia], b[ib])                          over the broadcast shape
@@ -56,25 +67,30 @@ constexpr std::true_type kKeepsValues{};
 template <class Keeps, class F, class GA, class GB>
 Tensor binary_op(const char* op, const Tensor& a, const Tensor& b, Tensor (*self)(const Tensor&, const Tensor&),
                  Keeps, F f, GA grad_a, GB grad_b) {
+  using Kept = std::conditional_t<Keeps::value, KeptValues, KeptShapes>;
   Tensor y = binary_forward(op, a, b, f);
-  Tensor a_kept = Keeps::value ? a.detach() : Tensor(), b_kept = Keeps::value ? b.detach() : Tensor();
-  record(op, {a, b}, {&y}, [sa = a.shape(), sb = b.shape(), a_kept, b_kept, grad_a, grad_b](Grads& g) {
+  record(op, {a, b}, {&y}, [kept = Kept(a, b), grad_a, grad_b](Grads& g) {
     dispatch(g.dy().dtype(), [&](auto zero) {
       using T = decltype(zero);
       const T* dy = g.dy().data<T>();
-      [[maybe_unused]] const T* pa = Keeps::value ? a_kept.data<T>() : nullptr;
-      [[maybe_unused]] const T* pb = Keeps::value ? b_kept.data<T>() : nullptr;
+      [[maybe_unused]] const T* pa = nullptr;
+      [[maybe_unused]] const T* pb = nullptr;
+      if constexpr (Keeps::value) {
+        pa = kept.a.template data<T>();
+        pb = kept.b.template data<T>();
+      }
       T* da = g.needs(0) ? g.dx(0).data<T>() : nullptr;
       T* db = g.needs(1) ? g.dx(1).data<T>() : nullptr;
-      binary_backward(g.dy().shape(), sa, sb, [&](std::int64_t i, std::int64_t ia, std::int64_t ib) {
-        T u = T(0), v = T(0);  // a[ia], b[ib]; unread by add and sub
-        if constexpr (Keeps::value) {
-          u = pa[ia];
-          v = pb[ib];
-        }
-        if (da) da[ia] += grad_a(dy[i], u, v);
-        if (db) db[ib] += grad_b(dy[i], u, v);
-      });
+      binary_backward(g.dy().shape(), kept.shape_a(), kept.shape_b(),
+                      [&](std::int64_t i, std::int64_t ia, std::int64_t ib) {
+                        T u = T(0), v = T(0);  // a[ia], b[ib]; unread by add and sub
+                        if constexpr (Keeps::value) {
+                          u = pa[ia];
+                          v = pb[ib];
+                        }
+                        if (da) da[ia] += grad_a(dy[i], u, v);
+                        if (db) db[ib] += grad_b(dy[i], u, v);
+                      });
     });
   })
       .replay({"a", "b"}, [self](const Tensors& in) { return Tensors{self(in[0], in[1])}; });
