@@ -226,6 +226,7 @@ GradcheckReport compare(const MultiOutputFn& fn, const Tensors& inputs, const Gr
 
 GradcheckReport gradcheck(const MultiOutputFn& fn, const Tensors& inputs, const GradcheckOptions& options) {
   GradcheckReport report = gradcheck_detail::compare(fn, inputs, options);
+  if (options.check_accumulation) gradcheck_detail::check_accumulation(fn, inputs, options, report);
   if (!report.passed && options.per_node) gradcheck_detail::check_nodes(fn, inputs, options, report);
   return report;
 }

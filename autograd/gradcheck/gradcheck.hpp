@@ -15,6 +15,11 @@
 //   with random values G; the analytic gradient is .grad - G afterwards. A
 //   backward that assigns (dx = ...) where it must add (dx += ...) wipes G out,
 //   even when the input is used only once, and the report says so.
+//   Inside fn the engine hands an op whose input is an intermediate with one
+//   consumer a zeroed slot, where an assignment gives the right numbers. So,
+//   pass or fail, every op fn records is also run again on its own (Node::replay)
+//   with its inputs' slots seeded with S: its backward must leave S + g where
+//   it leaves g in empty slots. The report names the op that does not.
 // - Which op is wrong. When the check fails, each op recorded by fn is checked
 //   on its own (per-node mode): its inputs become leaves, its forward runs
 //   again (Node::replay) and its backward is compared with finite differences.
@@ -52,7 +57,8 @@ struct GradcheckOptions {
   int directions = 0;
   // Failing elements listed per input (the count of all of them is reported too).
   int max_reported = 10;
-  // Seed each input's .grad before the backward, to catch dx = ... for dx += ...
+  // Seed each input's .grad before the backward, and every recorded op's input
+  // slots in a run of its own, to catch dx = ... for dx += ...
   bool check_accumulation = true;
   // When the check fails, check every op that fn records on its own.
   bool per_node = true;
@@ -92,17 +98,36 @@ struct NodeReport {
   std::vector<InputReport> inputs;
 };
 
+// An op whose backward does not add into the gradient slot of an input: found
+// by running the op's backward into the seeded slot and into an empty one.
+struct AccumulationFault {
+  int position = 0;  // of the op in forward order, from 1 (as in NodeReport)
+  std::string op;
+  std::string input;                 // the input's name ("x", or "input 0")
+  std::vector<std::int64_t> index;   // the first element where the seed was not kept
+  double seed = 0;    // what the slot held before the backward
+  double added = 0;   // what the backward leaves in an empty slot
+  double result = 0;  // what it left in the seeded one: seed + added if it adds
+  bool assigns() const;  // result == added: the seed was thrown away (dx = ...)
+};
+
 struct GradcheckReport {
   bool passed = true;
   std::string mode;  // "every element" or "3 random directions per input"
   double eps = 0, atol = 0, rtol = 0;  // the options it ran with
   std::vector<InputReport> inputs;  // one per input that requires grad
   std::vector<NodeReport> nodes;    // per-node mode, when it ran: every op of fn, in forward order
+  // The accumulation check of every op fn records (options.check_accumulation):
+  // how many were run again on their own, how many could not be (no replay),
+  // and those that do not add into their inputs' slots.
+  int accumulation_checked = 0, accumulation_unchecked = 0;
+  std::vector<AccumulationFault> accumulation_faults;
   double max_abs_error() const;
   double max_rel_error() const;
   // The first op in forward order that disagrees; null when none does (or per-node mode did not run).
   const NodeReport* first_wrong_node() const;
-  // "additive_attention_step: dL/dkeys wrong at [0, 2, 1] (analytic 0.12, numeric 0.31)", or "".
+  // "additive_attention_step: dL/dkeys wrong at [0, 2, 1] (analytic 0.12, numeric 0.31)"; without a
+  // wrong node, the first accumulation fault ("my_softmax: dL/dx is assigned, not added ..."); or "".
   std::string first_wrong_node_summary() const;
   // The whole report: options, each input (its failing elements as a table),
   // hints, and the per-node results.
@@ -128,6 +153,9 @@ GradcheckReport empty_report(const GradcheckOptions& options);
 GradcheckReport compare(const MultiOutputFn& fn, const Tensors& inputs, const GradcheckOptions& options);
 void check_nodes(const MultiOutputFn& fn, const Tensors& inputs, const GradcheckOptions& options,
                  GradcheckReport& report);
+// The accumulation check of every op fn records (gradcheck_nodes.cpp).
+void check_accumulation(const MultiOutputFn& fn, const Tensors& inputs, const GradcheckOptions& options,
+                        GradcheckReport& report);
 }  // namespace gradcheck_detail
 
 }  // namespace attend

@@ -4,8 +4,14 @@
 // order, is checked on its own: its inputs, as they were in that run, become
 // fresh float64 leaves, its replay is the function, and the comparison of
 // gradcheck.cpp runs on it.
+// The accumulation check re-runs every node the same way, without finite
+// differences, to see that its backward adds into its inputs' slots.
+#include <cmath>
+#include <optional>
+
 #include "autograd/gradcheck/gradcheck.hpp"
 #include "autograd/grad_mode.hpp"
+#include "core/random.hpp"
 
 namespace attend::gradcheck_detail {
 
@@ -94,7 +100,109 @@ NodeReport check_node(const Node& node, int position, const GradcheckOptions& op
   return nr;
 }
 
+// An element keeps its seed when result = seed + added up to rounding: the
+// two backwards sum the same terms, one of them starting from the seed.
+bool keeps_seed(double seed, double added, double result, DType dtype) {
+  const double tolerance = (dtype == Float64 ? 1e-7 : 1e-3) * (1 + std::abs(seed) + std::abs(added));
+  return std::abs(result - (seed + added)) <= tolerance;  // false for NaN too
+}
+
+// Where the backward into a slot seeded with `seed` (now `result`) did not add
+// what it leaves in an empty slot (`added`, undefined when it left nothing).
+std::optional<AccumulationFault> lost_seed(const Tensor& seed, const Tensor& added, const Tensor& result) {
+  return dispatch(seed.dtype(), [&](auto zero) -> std::optional<AccumulationFault> {
+    using T = decltype(zero);
+    const T *ps = seed.data<T>(), *pa = added.defined() ? added.data<T>() : nullptr, *pr = result.data<T>();
+    for (std::int64_t j = 0, n = seed.numel(); j < n; ++j) {
+      const double s = ps[j], a = pa ? double(pa[j]) : 0.0, r = pr[j];
+      if (keeps_seed(s, a, r, seed.dtype())) continue;
+      AccumulationFault fault;
+      fault.index.resize(static_cast<std::size_t>(seed.dim()));
+      for (std::int64_t d = seed.dim() - 1, flat = j; d >= 0; --d) {  // j as a multi-index
+        fault.index[d] = flat % seed.size(d);
+        flat /= seed.size(d);
+      }
+      fault.seed = s;
+      fault.added = a;
+      fault.result = r;
+      return fault;
+    }
+    return std::nullopt;
+  });
+}
+
+// One op's accumulation check: its inputs, as they were, become fresh leaves;
+// its replay runs on them; one backward with upstream gradients R leaves g in
+// their empty .grad, and a second, with .grad seeded with S, must leave S + g.
+// Adds a fault per input that does not; false when nothing could be run.
+bool accumulation_of(const Node& node, int position, Generator& gen, GradcheckReport& report) {
+  Tensors leaves;
+  for (const Tensor& in : node.inputs()) {
+    if (!in.defined()) return false;
+    Tensor leaf = in.detach().clone();
+    if (in.requires_grad()) leaf.requires_grad_();
+    leaves.push_back(leaf);
+  }
+  EnableGradGuard enable_grad;
+  ReplayGuard no_replay(false);
+  Tensors roots, upstream;
+  for (const Tensor& y : node.replay()(leaves))
+    if (y.defined() && y.requires_grad()) {
+      roots.push_back(y);
+      upstream.push_back(normal(y.shape(), 0.0, 1.0, gen, y.dtype()));
+    }
+  if (roots.empty()) return false;
+  backward(roots, upstream, /*retain_graph=*/true);
+  Tensors added(leaves.size()), seeds(leaves.size());
+  for (std::size_t i = 0; i < leaves.size(); ++i) {
+    if (!leaves[i].requires_grad()) continue;
+    if (leaves[i].grad().defined()) added[i] = leaves[i].grad().clone();
+    seeds[i] = normal(leaves[i].shape(), 0.0, 1.0, gen, leaves[i].dtype());
+    leaves[i].set_grad(seeds[i].clone());
+  }
+  backward(roots, upstream);
+  for (std::size_t i = 0; i < leaves.size(); ++i) {
+    if (!seeds[i].defined()) continue;
+    std::optional<AccumulationFault> fault = lost_seed(seeds[i], added[i], leaves[i].grad());
+    if (!fault) continue;
+    fault->position = position;
+    fault->op = node.name();
+    fault->input = node.input_name(i);
+    report.accumulation_faults.push_back(std::move(*fault));
+  }
+  return true;
+}
+
+// The check of one op, or false when it cannot be re-run here (no replay, or
+// a replay that fails on its own; the per-node check says why).
+bool check_node_accumulation(const Node& node, int position, Generator& gen, GradcheckReport& report) {
+  if (!node.replay()) return false;
+  try {
+    return accumulation_of(node, position, gen, report);
+  } catch (const Error&) {
+    return false;
+  }
+}
+
 }  // namespace
+
+void check_accumulation(const MultiOutputFn& fn, const Tensors& inputs, const GradcheckOptions& options,
+                        GradcheckReport& report) {
+  Tensors roots;
+  {
+    EnableGradGuard enable_grad;
+    ReplayGuard replay;
+    for (const Tensor& y : fn(inputs))
+      if (y.defined() && y.requires_grad()) roots.push_back(y);
+  }
+  Generator gen(options.seed ^ 0x5eed5eedULL);  // other draws than compare's
+  int position = 0;
+  for (const auto& node : graph_nodes(roots)) {
+    if (check_node_accumulation(*node, ++position, gen, report)) ++report.accumulation_checked;
+    else ++report.accumulation_unchecked;
+  }
+  if (!report.accumulation_faults.empty()) report.passed = false;
+}
 
 void check_nodes(const MultiOutputFn& fn, const Tensors& inputs, const GradcheckOptions& options,
                  GradcheckReport& report) {

@@ -56,7 +56,34 @@ std::string wrong_input_summary(const NodeReport& n) {
   return fmt::format("{}: {}", n.op, n.note);
 }
 
+// "my_softmax: dL/dx is assigned, not added (dx = ... where dx += ... is needed)"
+std::string fault_summary(const AccumulationFault& f) {
+  if (f.assigns())
+    return fmt::format("{}: dL/d{} is assigned, not added (dx = ... where dx += ... is needed)", f.op, f.input);
+  return fmt::format("{}: dL/d{} changes what its slot held; a backward must only add (dx += ...)", f.op, f.input);
+}
+
+void append_accumulation(std::string& out, const GradcheckReport& r) {
+  if (!r.accumulation_faults.empty()) {
+    out += fmt::format("accumulation check (each of {} op(s) run again on its own, its inputs' slots seeded):\n",
+                       r.accumulation_checked);
+    for (const AccumulationFault& f : r.accumulation_faults) {
+      out += fmt::format(
+          "  {:>3}. {:<28} dL/d{} at [{}]: the slot held {:.8g} and ends at {:.8g}; the backward leaves {:.8g} in "
+          "an empty slot, so {:.8g} was due\n",
+          f.position, f.op, f.input, fmt::join(f.index, ", "), f.seed, f.result, f.added, f.seed + f.added);
+      out += f.assigns()
+                 ? "        hint: the backward assigns (dx = ...) where it must add (dx += ...)\n"
+                 : "        hint: the backward changes what the slot held (dx *= ...); it must only add (dx += ...)\n";
+    }
+  }
+  if (r.accumulation_unchecked > 0)
+    out += fmt::format("{} op(s) not run again for the accumulation check (no replay)\n", r.accumulation_unchecked);
+}
+
 }  // namespace
+
+bool AccumulationFault::assigns() const { return std::abs(result - added) <= 1e-6 * (1 + std::abs(added)); }
 
 double GradcheckReport::max_abs_error() const {
   double m = 0;
@@ -77,8 +104,8 @@ const NodeReport* GradcheckReport::first_wrong_node() const {
 }
 
 std::string GradcheckReport::first_wrong_node_summary() const {
-  const NodeReport* n = first_wrong_node();
-  return n ? wrong_input_summary(*n) : std::string();
+  if (const NodeReport* n = first_wrong_node()) return wrong_input_summary(*n);
+  return accumulation_faults.empty() ? std::string() : fault_summary(accumulation_faults.front());
 }
 
 std::string GradcheckReport::str() const {
@@ -86,7 +113,11 @@ std::string GradcheckReport::str() const {
                                 mode, eps, atol, rtol);
   const bool directional = mode != "every element";
   for (const InputReport& r : inputs) append_input(out, r, directional, "  ");
-  if (nodes.empty()) return out;
+  append_accumulation(out, *this);
+  if (nodes.empty()) {
+    if (!accumulation_faults.empty()) out += "first wrong op: " + first_wrong_node_summary() + "\n";
+    return out;
+  }
   int unchecked = 0;
   out += "per-node check (each op on its own, in forward order):\n";
   for (const NodeReport& n : nodes) {

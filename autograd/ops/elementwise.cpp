@@ -1,6 +1,7 @@
 // Element-wise ops. Each forward is followed by its backward; the comment
 // above each op is the formula pair, forward then backward.
 #include <cmath>
+#include <type_traits>
 
 #include "autograd/ops/broadcast.hpp"
 #include "autograd/ops.hpp"
@@ -41,6 +42,61 @@ void binary_backward(const Shape& y, const Shape& a, const Shape& b, G g) {
   }
 }
 
+// What a binary op's backward keeps besides dy: add and sub only the shapes of
+// a and b; mul and div a and b themselves, alive until the backward runs.
+struct KeptShapes {
+  Shape a, b;
+  KeptShapes(const Tensor& x, const Tensor& y) : a(x.shape()), b(y.shape()) {}
+  const Shape& shape_a() const { return a; }
+  const Shape& shape_b() const { return b; }
+};
+struct KeptValues {
+  Tensor a, b;
+  KeptValues(const Tensor& x, const Tensor& y) : a(x.detach()), b(y.detach()) {}
+  const Shape& shape_a() const { return a.shape(); }
+  const Shape& shape_b() const { return b.shape(); }
+};
+constexpr std::false_type kShapesOnly{};  // -> KeptShapes
+constexpr std::true_type kKeepsValues{};  // -> KeptValues
+
+// The skeleton of add, sub, mul and div, which differ only in their formulas:
+//   forward   y[i] = f(a[ia], b[ib])                          over the broadcast shape
+//   backward  da[ia] += grad_a(dy[i], a[ia], b[ib]);  db[ib] += grad_b(dy[i], a[ia], b[ib])
+// BroadcastIter visits every output element, so the sum over broadcast axes
+// happens by itself. Recorded as `op`; `self` is the op again, for its replay.
+template <class Keeps, class F, class GA, class GB>
+Tensor binary_op(const char* op, const Tensor& a, const Tensor& b, Tensor (*self)(const Tensor&, const Tensor&),
+                 Keeps, F f, GA grad_a, GB grad_b) {
+  using Kept = std::conditional_t<Keeps::value, KeptValues, KeptShapes>;
+  Tensor y = binary_forward(op, a, b, f);
+  record(op, {a, b}, {&y}, [kept = Kept(a, b), grad_a, grad_b](Grads& g) {
+    dispatch(g.dy().dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      const T* dy = g.dy().data<T>();
+      [[maybe_unused]] const T* pa = nullptr;
+      [[maybe_unused]] const T* pb = nullptr;
+      if constexpr (Keeps::value) {
+        pa = kept.a.template data<T>();
+        pb = kept.b.template data<T>();
+      }
+      T* da = g.needs(0) ? g.dx(0).data<T>() : nullptr;
+      T* db = g.needs(1) ? g.dx(1).data<T>() : nullptr;
+      binary_backward(g.dy().shape(), kept.shape_a(), kept.shape_b(),
+                      [&](std::int64_t i, std::int64_t ia, std::int64_t ib) {
+                        T u = T(0), v = T(0);  // a[ia], b[ib]; unread by add and sub
+                        if constexpr (Keeps::value) {
+                          u = pa[ia];
+                          v = pb[ib];
+                        }
+                        if (da) da[ia] += grad_a(dy[i], u, v);
+                        if (db) db[ib] += grad_b(dy[i], u, v);
+                      });
+    });
+  })
+      .replay({"a", "b"}, [self](const Tensors& in) { return Tensors{self(in[0], in[1])}; });
+  return y;
+}
+
 // Forward of a unary op over the whole array at once: f(x, y, n), e.g. one of
 // the vectorised loops of core/kernels/detail/fast_math.hpp.
 template <class F>
@@ -73,82 +129,30 @@ void unary_backward(Tensor& dx, G g) {
 
 // y = a + b   da += dy;  db += dy   (summed over broadcast axes)
 Tensor add(const Tensor& a, const Tensor& b) {
-  Tensor y = binary_forward("add", a, b, [](auto u, auto v) { return u + v; });
-  record("add", {a, b}, {&y}, [sa = a.shape(), sb = b.shape()](Grads& g) {
-    dispatch(g.dy().dtype(), [&](auto zero) {
-      using T = decltype(zero);
-      const T* dy = g.dy().data<T>();
-      T* da = g.needs(0) ? g.dx(0).data<T>() : nullptr;
-      T* db = g.needs(1) ? g.dx(1).data<T>() : nullptr;
-      binary_backward(g.dy().shape(), sa, sb, [&](std::int64_t i, std::int64_t ia, std::int64_t ib) {
-        if (da) da[ia] += dy[i];
-        if (db) db[ib] += dy[i];
-      });
-    });
-  })
-      .replay({"a", "b"}, [](const Tensors& in) { return Tensors{add(in[0], in[1])}; });
-  return y;
+  return binary_op("add", a, b, add, kShapesOnly, [](auto a, auto b) { return a + b; },
+                   [](auto dy, auto, auto) { return dy; },   // da += dy
+                   [](auto dy, auto, auto) { return dy; });  // db += dy
 }
 
 // y = a - b   da += dy;  db -= dy
 Tensor sub(const Tensor& a, const Tensor& b) {
-  Tensor y = binary_forward("sub", a, b, [](auto u, auto v) { return u - v; });
-  record("sub", {a, b}, {&y}, [sa = a.shape(), sb = b.shape()](Grads& g) {
-    dispatch(g.dy().dtype(), [&](auto zero) {
-      using T = decltype(zero);
-      const T* dy = g.dy().data<T>();
-      T* da = g.needs(0) ? g.dx(0).data<T>() : nullptr;
-      T* db = g.needs(1) ? g.dx(1).data<T>() : nullptr;
-      binary_backward(g.dy().shape(), sa, sb, [&](std::int64_t i, std::int64_t ia, std::int64_t ib) {
-        if (da) da[ia] += dy[i];
-        if (db) db[ib] -= dy[i];
-      });
-    });
-  })
-      .replay({"a", "b"}, [](const Tensors& in) { return Tensors{sub(in[0], in[1])}; });
-  return y;
+  return binary_op("sub", a, b, sub, kShapesOnly, [](auto a, auto b) { return a - b; },
+                   [](auto dy, auto, auto) { return dy; },    // da += dy
+                   [](auto dy, auto, auto) { return -dy; });  // db -= dy
 }
 
 // y = a * b   da += dy * b;  db += dy * a
 Tensor mul(const Tensor& a, const Tensor& b) {
-  Tensor y = binary_forward("mul", a, b, [](auto u, auto v) { return u * v; });
-  record("mul", {a, b}, {&y}, [a = a.detach(), b = b.detach()](Grads& g) {
-    dispatch(g.dy().dtype(), [&](auto zero) {
-      using T = decltype(zero);
-      const T* dy = g.dy().data<T>();
-      const T* pa = a.data<T>();
-      const T* pb = b.data<T>();
-      T* da = g.needs(0) ? g.dx(0).data<T>() : nullptr;
-      T* db = g.needs(1) ? g.dx(1).data<T>() : nullptr;
-      binary_backward(g.dy().shape(), a.shape(), b.shape(), [&](std::int64_t i, std::int64_t ia, std::int64_t ib) {
-        if (da) da[ia] += dy[i] * pb[ib];
-        if (db) db[ib] += dy[i] * pa[ia];
-      });
-    });
-  })
-      .replay({"a", "b"}, [](const Tensors& in) { return Tensors{mul(in[0], in[1])}; });
-  return y;
+  return binary_op("mul", a, b, mul, kKeepsValues, [](auto a, auto b) { return a * b; },
+                   [](auto dy, auto, auto b) { return dy * b; },   // da += dy * b
+                   [](auto dy, auto a, auto) { return dy * a; });  // db += dy * a
 }
 
 // y = a / b   da += dy / b;  db -= dy * a / (b*b)
 Tensor div(const Tensor& a, const Tensor& b) {
-  Tensor y = binary_forward("div", a, b, [](auto u, auto v) { return u / v; });
-  record("div", {a, b}, {&y}, [a = a.detach(), b = b.detach()](Grads& g) {
-    dispatch(g.dy().dtype(), [&](auto zero) {
-      using T = decltype(zero);
-      const T* dy = g.dy().data<T>();
-      const T* pa = a.data<T>();
-      const T* pb = b.data<T>();
-      T* da = g.needs(0) ? g.dx(0).data<T>() : nullptr;
-      T* db = g.needs(1) ? g.dx(1).data<T>() : nullptr;
-      binary_backward(g.dy().shape(), a.shape(), b.shape(), [&](std::int64_t i, std::int64_t ia, std::int64_t ib) {
-        if (da) da[ia] += dy[i] / pb[ib];
-        if (db) db[ib] -= dy[i] * pa[ia] / (pb[ib] * pb[ib]);
-      });
-    });
-  })
-      .replay({"a", "b"}, [](const Tensors& in) { return Tensors{div(in[0], in[1])}; });
-  return y;
+  return binary_op("div", a, b, div, kKeepsValues, [](auto a, auto b) { return a / b; },
+                   [](auto dy, auto, auto b) { return dy / b; },                 // da += dy / b
+                   [](auto dy, auto a, auto b) { return -(dy * a / (b * b)); });  // db -= dy * a / (b*b)
 }
 
 // y = -x   dx -= dy

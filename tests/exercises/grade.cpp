@@ -95,6 +95,8 @@ void report_wrong(int number, const Exercise& e, const Check& c, const Gradcheck
     print_hints(e, stage);
     return;
   }
+  // Every input's gradient right, and yet an op inside fn does not add into its inputs' slots.
+  std::printf("FAIL %d. %s%s: %s\n", number, e.name, c.label.c_str(), r.first_wrong_node_summary().c_str());
 }
 
 bool grade(int number, const Exercise& e, std::uint64_t seed, int stage) {

@@ -8,9 +8,6 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
-#include <regex>
 #include <numeric>
 #include <set>
 
@@ -24,6 +21,7 @@
 #include "layers/lstm/lstm_cell.hpp"
 #include "models/seq2seq.hpp"
 #include "tools/cli/commands.hpp"
+#include "tests/autograd/recorded_ops.hpp"
 #include "tools/gradcheck/op_cases.hpp"
 
 using namespace attend;
@@ -227,36 +225,10 @@ TEST_CASE("a replay that records another op is caught") {
   CHECK(r.nodes[0].note == "its replay records 'mul_scalar', not 'doubler'");
 }
 
-// The op names recorded in autograd/ and layers/: record("name", ...), the
-// names given to the shared join/reduce helpers, and `const char* op = "name"`
-// in a function that goes on to record(op, ...).
-std::set<std::string> recorded_op_names() {
-  const std::filesystem::path root = std::filesystem::path(ATTEND_TEST_DATA).parent_path().parent_path();
-  const std::regex literal(R"re((?:record|join|reduce_all|reduce_axis)\(\s*"([a-z_0-9]+)")re");
-  const std::regex named(R"re(const char\* op = "([a-z_0-9]+)")re");
-  std::set<std::string> names;
-  for (const char* folder : {"autograd", "layers"})
-    for (const auto& entry : std::filesystem::recursive_directory_iterator(root / folder)) {
-      if (entry.path().extension() != ".cpp") continue;
-      std::ifstream in(entry.path());
-      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      for (std::sregex_iterator it(text.begin(), text.end(), literal), end; it != end; ++it) names.insert((*it)[1]);
-      std::vector<std::pair<std::size_t, std::string>> ops;  // where each `op` is named, and the name
-      for (std::sregex_iterator it(text.begin(), text.end(), named), end; it != end; ++it)
-        ops.emplace_back(static_cast<std::size_t>(it->position()), (*it)[1]);
-      for (std::size_t k = 0; k < ops.size(); ++k) {
-        const std::size_t stop = k + 1 < ops.size() ? ops[k + 1].first : text.size();
-        const std::size_t at = text.find("record(op", ops[k].first);
-        if (at != std::string::npos && at < stop) names.insert(ops[k].second);
-      }
-    }
-  return names;
-}
-
 TEST_CASE("attend gradcheck covers every op the library records") {
   const std::vector<std::string> names = tools::op_names();
   const std::set<std::string> covered(names.begin(), names.end());
-  const std::set<std::string> recorded = recorded_op_names();
+  const std::set<std::string> recorded = test::recorded_op_names();
   for (const char* sure : {"add", "sum", "concat", "lstm_sequence", "additive_attention_step", "linear_cross_entropy"})
     CHECK(recorded.count(sure) == 1);  // the scan itself works
   for (const std::string& op : recorded) {
@@ -277,6 +249,8 @@ TEST_CASE("attend gradcheck covers every op the library records") {
     GradcheckReport cr = c.run();
     INFO(cr.str());
     CHECK(cr.passed);
+    CHECK(cr.accumulation_checked > 0);  // every op re-run with seeded slots, and adding into them
+    CHECK(cr.accumulation_unchecked == 0);
   }
 }
 
@@ -318,6 +292,8 @@ TEST_CASE("directional mode checks a whole Seq2Seq model, naming its parameters"
   GradcheckReport r = nn::gradcheck_parameters(model, [&] { return Tensors{model.loss(batch)}; }, o);
   INFO(r.str());
   CHECK(r.passed);
+  CHECK(r.accumulation_checked > 10);  // every op of the model, each adding into its inputs' slots
+  CHECK(r.accumulation_unchecked == 0);
   const auto named = model.named_parameters();
   REQUIRE(r.inputs.size() == named.size());
   for (std::size_t i = 0; i < named.size(); ++i) {
