@@ -94,7 +94,24 @@ bool Trainer::out_of_time() const {
   return options_.minutes > 0 && elapsed_seconds() >= options_.minutes * 60;
 }
 
+// A run resumed past its max_steps or minutes could take no step: it would only
+// add an epoch without a step to the log at every attempt. Every rank holds the
+// same resumed state, so under MPI every rank refuses alike.
+void Trainer::check_steps_left() const {
+  if (epoch_ >= options_.epochs) return;  // finished: run() only saves the checkpoint again
+  std::string why;
+  if (options_.max_steps > 0 && global_step_ >= options_.max_steps)
+    why = fmt::format("the run is at step {} and max_steps is {}", global_step_, options_.max_steps);
+  else if (options_.minutes > 0 && elapsed_before_ >= options_.minutes * 60)
+    why = fmt::format("the run has trained {:.1f} minutes and minutes is {}", elapsed_before_ / 60, options_.minutes);
+  if (why.empty()) return;
+  const std::string message = fmt::format("train: no step is left to take: {}; raise the limit to continue", why);
+  if (distributed()) throw CollectiveError(message);
+  fail("{}", message);
+}
+
 std::vector<EpochReport> Trainer::run() {
+  check_steps_left();
   session_start_ = now_seconds();
   if (writes_files()) {
     std::filesystem::create_directories(options_.out_dir);

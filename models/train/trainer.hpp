@@ -157,6 +157,7 @@ class Trainer {
 
  private:
   bool out_of_time() const;
+  void check_steps_left() const;
   std::vector<EpochReport> end_session(std::vector<EpochReport> reports);
   BatchingOptions training_batches() const;
   BatchOptions batch_options() const;

@@ -219,6 +219,33 @@ TEST_CASE("an epoch without a step has no training loss in the log and is never 
   CHECK(meta.count("valid_loss") == 0);  // there is no validation data, so no "nan" either
 }
 
+// A resumed run that its max_steps leaves without a step would only add an
+// epoch without a step to the log, at every attempt: run() refuses it.
+TEST_CASE("run() refuses a resumed run with no step left, and keeps the log") {
+  Toy d = toy(30);  // 24 training pairs: 3 batches of 8
+  const Scratch scratch("attend-ckpt-nostep-resume");
+  const std::string dir = scratch.dir.string();
+  TrainOptions o = options(dir);
+  o.epochs = 3;
+  o.max_steps = 2;
+  {
+    Generator init(1);
+    Seq2Seq model(d.config, init);
+    Trainer(model, d.target, d.train, d.valid, o).run();
+  }
+  const std::string log = read_file(path_in(dir, "train_log.csv"));
+  Generator init(1);
+  Seq2Seq model(d.config, init);
+  Trainer t(model, d.target, d.train, d.valid, o);
+  t.resume();
+  CHECK_THROWS_WITH_AS(t.run(),
+                       "train: no step is left to take: the run is at step 2 and max_steps is 2; raise the limit to "
+                       "continue",
+                       Error);
+  CHECK(read_file(path_in(dir, "train_log.csv")) == log);
+  CHECK(t.history().size() == 1);
+}
+
 TEST_CASE("TrainOptions are checked at construction, naming the field") {
   Toy d = toy(30);
   Generator init(1);
