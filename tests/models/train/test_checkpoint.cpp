@@ -246,6 +246,34 @@ TEST_CASE("run() refuses a resumed run with no step left, and keeps the log") {
   CHECK(t.history().size() == 1);
 }
 
+TEST_CASE("run() refuses a resumed run whose time budget is spent") {
+  Toy d = toy(30);
+  const Scratch scratch("attend-ckpt-notime-resume");
+  const std::string dir = scratch.dir.string();
+  TrainOptions o = options(dir);
+  o.epochs = 1000000;
+  o.minutes = 0.2 / 60;  // 0.2 s
+  std::int64_t steps = 0;
+  {
+    Generator init(1);
+    Seq2Seq model(d.config, init);
+    Trainer first(model, d.target, d.train, d.valid, o);
+    first.run();
+    steps = first.global_step();
+  }
+  Generator init(1);
+  Seq2Seq model(d.config, init);
+  Trainer t(model, d.target, d.train, d.valid, o);
+  t.resume();
+  CHECK_THROWS_WITH_AS(t.run(), doctest::Contains("train: no step is left to take: the run has trained"), Error);
+  o.minutes = 60;  // a larger budget continues (here for two more steps)
+  o.max_steps = steps + 2;
+  Trainer more(model, d.target, d.train, d.valid, o);
+  more.resume();
+  more.run();
+  CHECK(more.global_step() == steps + 2);
+}
+
 TEST_CASE("TrainOptions are checked at construction, naming the field") {
   Toy d = toy(30);
   Generator init(1);
