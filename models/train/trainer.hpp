@@ -129,7 +129,8 @@ class Trainer {
   void distribute(Communicator& comm);
 
   // Trains until the epochs, minutes or steps run out or stop is set. Throws
-  // attend::Error when the loss stops being finite, naming the step.
+  // attend::Error when the loss stops being finite, naming the step, and before
+  // any work when a resumed run has no step left under max_steps or minutes.
   std::vector<EpochReport> run();
 
   // Mean loss per target token over data, without dropout or gradient.

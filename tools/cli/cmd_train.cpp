@@ -14,6 +14,7 @@
 #include <atomic>
 #include <csignal>
 #include <filesystem>
+#include <functional>
 #include <limits>
 
 #include <fmt/format.h>

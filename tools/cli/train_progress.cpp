@@ -1,5 +1,6 @@
 // attend train: what the run shows while it trains (train_command.hpp).
 #include <algorithm>
+#include <memory>
 
 #include <fmt/format.h>
 
