@@ -60,7 +60,8 @@ struct InterruptHandlers {
 };
 
 // A new run is built beside --out and moved there at its first checkpoint
-// (StagedModelDir), by rank 0: the other ranks write nothing. Null with --resume.
+// (StagedModelDir), by rank 0: the other ranks write nothing. Null with --resume,
+// and on every rank but 0.
 std::unique_ptr<StagedModelDir> stage_output(Communicator& world, const TrainFlags& f) {
   if (f.resume && f.overwrite) fail("--resume and --overwrite exclude each other: continue the run in {}, or replace it", f.out);
   std::unique_ptr<StagedModelDir> staged;
