@@ -15,9 +15,11 @@
 // of step t with a row stride of T rows. The backward (float32) keeps one
 // step's da and builds da^T step-major, column t*B + b; float64 keeps every
 // step's da, batch-major, for single GEMMs (dx, dW_ih, dW_hh) after the loop.
+// The two element types differ only in their GEMMs: each has its own
+// forward_steps and backward_steps, and both share the gate rows (forward_rows,
+// backward_rows) and the bookkeeping around them.
 #include <cstring>
 #include <initializer_list>
-#include <type_traits>
 #include <vector>
 
 #include "autograd/ops.hpp"
@@ -71,210 +73,259 @@ void copy_row(T* dst, const T* src, std::int64_t n) {
   std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(T));
 }
 
+// What the forward leaves for the backward, one row per (b, t), batch-major.
+struct Saved {
+  Tensor x, w_ih, w_hh;     // x (B, T, I), the weights (detached)
+  Tensor gates;             // (B, T, 4H): pre-activations, then the activations i, f, g, o
+  Tensor h_prev, c_prev;    // (B, T, H): the state each step starts from
+  Tensor tanh_c;            // (B, T, H)
+  std::vector<std::int64_t> lengths;
+  SequenceSizes n;
+  std::int64_t first, dir;  // the steps in the order they run: t = first, first + dir, ...
+  std::int64_t step(std::int64_t k) const { return first + k * dir; }
+};
+
+struct Outputs {
+  Tensor y;         // (B, T, H)
+  Tensor h_n, c_n;  // (B, H)
+};
+
+// ---- forward: the paths share the gate rows, and differ in their GEMMs --------
+
+// b_ih + b_hh (4H)
+template <class F>
+Tensor summed_bias(const LSTMWeights& w) {
+  Tensor bias = empty({w.bias_ih.numel()}, w.bias_ih.dtype());
+  for (std::int64_t k = 0; k < bias.numel(); ++k) bias.data<F>()[k] = w.bias_ih.data<F>()[k] + w.bias_hh.data<F>()[k];
+  return bias;
+}
+
+// The first step of every sequence starts from the initial state.
+template <class F>
+void start_states(Saved& s, const LSTMState& initial) {
+  const std::int64_t T = s.n.T, H = s.n.H;
+  for (std::int64_t b = 0; b < s.n.B; ++b) {
+    copy_row(s.h_prev.data<F>() + (b * T + s.first) * H, initial.h.data<F>() + b * H, H);
+    copy_row(s.c_prev.data<F>() + (b * T + s.first) * H, initial.c.data<F>() + b * H, H);
+  }
+}
+
+// The gate rows of step t, once its GEMMs have left the pre-activations in
+// gates[:, t]. Each row's new state goes to the next step's h_prev/c_prev, or
+// after the last step to h_n/c_n.
+template <class F>
+void forward_rows(Saved& s, Outputs& out, const F* bias, std::int64_t t, bool last) {
+  const std::int64_t T = s.n.T, H = s.n.H, G = 4 * H;
+  F* a = s.gates.data<F>();
+  F* hp = s.h_prev.data<F>();
+  F* cp = s.c_prev.data<F>();
+  F* tc = s.tanh_c.data<F>();
+  F* y = out.y.data<F>();
+  for (std::int64_t b = 0; b < s.n.B; ++b) {
+    const std::int64_t row = b * T + t;
+    F* h_next = last ? out.h_n.data<F>() + b * H : hp + (row + s.dir) * H;
+    F* c_next = last ? out.c_n.data<F>() + b * H : cp + (row + s.dir) * H;
+    if (t < s.lengths[static_cast<std::size_t>(b)]) {
+      // i, f, g, o;  c = f * c_prev + i * g;  h = o * tanh(c)   (y[b, t] = h too)
+      lstm_kernels::forward_row(H, a + row * G, bias, cp + row * H, c_next, tc + row * H, h_next, y + row * H);
+    } else {
+      // padding: the state passes through unchanged, the output is 0
+      copy_row(h_next, hp + row * H, H);
+      copy_row(c_next, cp + row * H, H);
+      std::memset(y + row * H, 0, static_cast<std::size_t>(H) * sizeof(F));
+      std::memset(tc + row * H, 0, static_cast<std::size_t>(H) * sizeof(F));
+    }
+  }
+}
+
+// float32: the packed kernel (core/kernels/packed_gemm.hpp), with W_hh packed
+// once for the T recurrent products (OpenBLAS would pack it at every step);
+// bench_packed holds it to OpenBLAS.
+void forward_steps(float, Saved& s, Outputs& out, const LSTMWeights& w) {
+  const std::int64_t B = s.n.B, T = s.n.T, I = s.n.I, H = s.n.H, G = 4 * H;
+  const Tensor bias = summed_bias<float>(w);
+  float* a = s.gates.data<float>();
+  const blas::PackedMatrix w_hh(w.weight_hh.data<float>(), G, H, H);
+  // a = x @ W_ih^T   (B*T, 4H): the input's share of every step's gates, one GEMM
+  blas::gemm_packed(B * T, s.x.data<float>(), I, blas::PackedMatrix(w.weight_ih.data<float>(), G, I, I), 0.0f, a, G);
+  for (std::int64_t k = 0; k < T; ++k) {
+    const std::int64_t t = s.step(k);
+    // a[:, t] += h_prev[:, t] @ W_hh^T   (B, 4H): the recurrent share, one GEMM per step
+    blas::gemm_packed(B, s.h_prev.data<float>() + t * H, T * H, w_hh, 1.0f, a + t * G, T * G);
+    forward_rows<float>(s, out, bias.data<float>(), t, k == T - 1);
+  }
+}
+
+// float64: OpenBLAS; small batches multiply by a transposed copy of W_hh, on
+// which OpenBLAS runs faster for them (see kTransposedWeightsBelow).
+void forward_steps(double, Saved& s, Outputs& out, const LSTMWeights& w) {
+  const std::int64_t B = s.n.B, T = s.n.T, I = s.n.I, H = s.n.H, G = 4 * H;
+  const Tensor bias = summed_bias<double>(w);
+  double* a = s.gates.data<double>();
+  const bool small = B < kTransposedWeightsBelow;
+  const Tensor w_hh_t = small ? transpose(w.weight_hh.detach(), 0, 1) : Tensor();  // (H, 4H), a copy
+  const double* w_hh = small ? w_hh_t.data<double>() : w.weight_hh.data<double>();
+  // a = x @ W_ih^T   (B*T, 4H): the input's share of every step's gates, one GEMM
+  blas::gemm(false, true, B * T, G, I, 1.0, s.x.data<double>(), I, w.weight_ih.data<double>(), I, 0.0, a, G);
+  for (std::int64_t k = 0; k < T; ++k) {
+    const std::int64_t t = s.step(k);
+    // a[:, t] += h_prev[:, t] @ W_hh^T   (B, 4H): the recurrent share, one GEMM per step
+    blas::gemm(false, !small, B, G, H, 1.0, s.h_prev.data<double>() + t * H, T * H, w_hh, small ? G : H, 1.0,
+               a + t * G, T * G);
+    forward_rows<double>(s, out, bias.data<double>(), t, k == T - 1);
+  }
+}
+
+// ---- backward: the paths share the gate rows, and differ in their GEMMs -------
+
+// The gate rows of step t, backward. A real row gives da (into da + b * ld),
+// passes dc on to c_prev and adds to db; its dh is then zeroed, since h_prev
+// reaches the loss only through this step's gates and the GEMM after this gives
+// all of dh_prev. A padding row passed the state through: dh and dc pass
+// through too, and its da is 0.
+template <class F>
+void backward_rows(const Saved& s, std::int64_t t, const F* dy, F* dh, F* dc, F* da, std::int64_t ld, F* db) {
+  const std::int64_t B = s.n.B, T = s.n.T, H = s.n.H, G = 4 * H;
+  const F* a = s.gates.data<F>();
+  const F* cp = s.c_prev.data<F>();
+  const F* tc = s.tanh_c.data<F>();
+  for (std::int64_t b = 0; b < B; ++b) {
+    const std::int64_t row = b * T + t;
+    // The rows two ahead are asked for: a row's values are T rows apart from the
+    // next's, too far for the hardware prefetcher to follow.
+    if (b + 2 < B) {
+      const std::int64_t ahead = row + 2 * T;
+      prefetch_run(a + ahead * G, G);
+      for (const F* rows : {cp, tc, dy}) prefetch_run(rows + ahead * H, H);
+    }
+    if (t < s.lengths[static_cast<std::size_t>(b)]) {
+      // forward: y[b, t] = h   (h is both this step's output and the next step's h_prev)
+      // forward: i, f, g, o;  c = f * c_prev + i * g;  h = o * tanh(c)   (lstm_kernels.cpp)
+      // forward: a = ... + b_ih + b_hh   ->   db_ih += da;  db_hh += da
+      lstm_kernels::backward_row(H, a + row * G, cp + row * H, tc + row * H, dh + b * H, dy + row * H, dc + b * H,
+                                 da + b * ld, db);
+      std::memset(dh + b * H, 0, static_cast<std::size_t>(H) * sizeof(F));
+    } else {
+      std::memset(da + b * ld, 0, static_cast<std::size_t>(G) * sizeof(F));
+    }
+  }
+}
+
+// The gradients both paths finish alike: the state that reaches the first step
+// is the initial state's, and db (4H) goes to both biases.
+void add_state_and_bias_grads(Grads& g, const Tensor& dh, const Tensor& dc, const Tensor& db) {
+  if (g.needs(1)) g.dx(1).add_(dh);
+  if (g.needs(2)) g.dx(2).add_(dc);
+  if (g.needs(5)) g.dx(5).add_(db);
+  if (g.needs(6)) g.dx(6).add_(db);
+}
+
+// float32 keeps one step's da (B, 4H) and uses it while it is in cache: dx of
+// the step, dh_prev, and the step's columns of da^T (4H, T*B), which the weight
+// gradients take as rows after the loop. Its columns run step-major: column
+// t*B + b is row (b, t) of da. Rows of da are ld = 4H + 16 apart: at 4H = 1,024
+// floats, rows a whole number of pages apart all fell in the same L1 set.
+void backward_steps(float, Grads& g, const Saved& s) {
+  const std::int64_t B = s.n.B, T = s.n.T, I = s.n.I, H = s.n.H, G = 4 * H, ld = G + 16;
+  Tensor dh = g.dy(1).clone();  // dh, dc (B, H): the gradient of the state between steps, from h_n and c_n
+  Tensor dc = g.dy(2).clone();
+  // W_hh^T (H, 4H) and W_ih^T (I, 4H), packed once for the T products: dh_prev = da @ W_hh, dx = da @ W_ih
+  const blas::PackedMatrix w_hh = blas::PackedMatrix::from_transposed(s.w_hh.data<float>(), H, G, H);
+  const blas::PackedMatrix w_ih =
+      g.needs(0) ? blas::PackedMatrix::from_transposed(s.w_ih.data<float>(), I, G, I) : blas::PackedMatrix();
+  Tensor da_step = empty({B, ld}, Float32);
+  const bool bias_grad = g.needs(5) || g.needs(6), weight_grads = g.needs(3) || g.needs(4);
+  Tensor db = zeros({bias_grad ? G : 0}, Float32);  // sum over the real rows of da, gathered by the gate rows
+  Tensor da_t = weight_grads ? empty({G, T * B}, Float32) : Tensor();
+  float* da = da_step.data<float>();
+  for (std::int64_t k = T - 1; k >= 0; --k) {
+    const std::int64_t t = s.step(k);
+    backward_rows<float>(s, t, g.dy(0).data<float>(), dh.data<float>(), dc.data<float>(), da, ld,
+                         bias_grad ? db.data<float>() : nullptr);
+    // forward: a[:, t] += h_prev[:, t] @ W_hh^T   ->   dh_prev (B, H) += da[:, t] (B, 4H) @ W_hh (4H, H)
+    // forward: a[:, t] = x[:, t] @ W_ih^T + ...   ->   dx[:, t] (B, I) += da[:, t] (B, 4H) @ W_ih (4H, I)
+    // and da^T[:, t*B .. t*B + B] = da[:, t]^T   (4H, B)
+    blas::gemm_packed(B, da, ld, w_hh, 1.0f, dh.data<float>(), H);
+    if (g.needs(0)) blas::gemm_packed(B, da, ld, w_ih, 1.0f, g.dx(0).data<float>() + t * I, T * I);
+    if (weight_grads) transpose_tiles<float, false>(da, ld, da_t.data<float>() + t * B, T * B, B, G);
+  }
+  // forward: a = x @ W_ih^T + b_ih + h_prev @ W_hh^T + b_hh, on the packed kernel: da^T
+  // as rows, and x and h_prev packed from their rows as the W^T of y = da^T @ W^T, in
+  // da^T's column order: row (b, t) of x as W^T's row t*B + b.
+  std::vector<const float*> rows(static_cast<std::size_t>(T * B));
+  const auto packed_rows = [&](const Tensor& m, std::int64_t n) {
+    for (std::int64_t t = 0; t < T; ++t)
+      for (std::int64_t b = 0; b < B; ++b) rows[static_cast<std::size_t>(t * B + b)] = m.data<float>() + (b * T + t) * n;
+    return blas::PackedMatrix::from_transposed_rows(rows, n);
+  };
+  if (g.needs(3))  // dW_ih (4H, I) += da^T (4H, T*B) @ x (T*B, I)
+    blas::gemm_packed(G, da_t.data<float>(), T * B, packed_rows(s.x, I), 1.0f, g.dx(3).data<float>(), I);
+  if (g.needs(4))  // dW_hh (4H, H) += da^T (4H, T*B) @ h_prev (T*B, H)
+    blas::gemm_packed(G, da_t.data<float>(), T * B, packed_rows(s.h_prev, H), 1.0f, g.dx(4).data<float>(), H);
+  add_state_and_bias_grads(g, dh, dc, db);
+}
+
+// float64 keeps every step's da, (B, T, 4H) batch-major, for single GEMMs over
+// all B*T rows after the loop (dx, dW_ih, dW_hh).
+void backward_steps(double, Grads& g, const Saved& s) {
+  const std::int64_t B = s.n.B, T = s.n.T, I = s.n.I, H = s.n.H, G = 4 * H, ld = T * G;
+  Tensor dh = g.dy(1).clone();  // dh, dc (B, H): the gradient of the state between steps, from h_n and c_n
+  Tensor dc = g.dy(2).clone();
+  Tensor dgates = empty({B, T, G}, Float64);
+  const bool bias_grad = g.needs(5) || g.needs(6);
+  Tensor db = zeros({bias_grad ? G : 0}, Float64);  // sum over the real rows of da, gathered by the gate rows
+  for (std::int64_t k = T - 1; k >= 0; --k) {
+    const std::int64_t t = s.step(k);
+    double* da = dgates.data<double>() + t * G;  // row b of step t at da + b * ld
+    backward_rows<double>(s, t, g.dy(0).data<double>(), dh.data<double>(), dc.data<double>(), da, ld,
+                          bias_grad ? db.data<double>() : nullptr);
+    // forward: a[:, t] += h_prev[:, t] @ W_hh^T   ->   dh_prev (B, H) += da[:, t] (B, 4H) @ W_hh (4H, H)
+    blas::gemm(false, false, B, H, G, 1.0, da, ld, s.w_hh.data<double>(), H, 1.0, dh.data<double>(), H);
+  }
+  // Every step at once, rows (b, t) of da against the same rows of x and h_prev:
+  // forward: a = x @ W_ih^T + b_ih + h_prev @ W_hh^T + b_hh
+  const double* da = dgates.data<double>();
+  if (g.needs(0))  // dx (B*T, I) += da (B*T, 4H) @ W_ih (4H, I)
+    blas::gemm(false, false, B * T, I, G, 1.0, da, G, s.w_ih.data<double>(), I, 1.0, g.dx(0).data<double>(), I);
+  if (g.needs(3))  // dW_ih (4H, I) += da^T (4H, B*T) @ x (B*T, I)
+    blas::gemm(true, false, G, I, B * T, 1.0, da, G, s.x.data<double>(), I, 1.0, g.dx(3).data<double>(), I);
+  if (g.needs(4))  // dW_hh (4H, H) += da^T (4H, B*T) @ h_prev (B*T, H)
+    blas::gemm(true, false, G, H, B * T, 1.0, da, G, s.h_prev.data<double>(), H, 1.0, g.dx(4).data<double>(), H);
+  add_state_and_bias_grads(g, dh, dc, db);
+}
+
 }  // namespace
 
 LSTMSequenceOutput lstm_sequence(const Tensor& x, const LSTMState& initial, const LSTMWeights& w,
-                                 const std::vector<std::int64_t>& lengths_in, bool reverse) {
+                                 const std::vector<std::int64_t>& lengths, bool reverse) {
   const char* op = "lstm_sequence";
-  const SequenceSizes sizes = check_sequence(op, x, initial, w);  // not bound: lambdas capture these (clang 14)
-  const std::int64_t B = sizes.B, T = sizes.T, I = sizes.I, H = sizes.H;
-  std::vector<std::int64_t> lengths = check_lengths(op, lengths_in, B, T);
-  const std::int64_t G = 4 * H;  // the width of a row of gates
+  const SequenceSizes n = check_sequence(op, x, initial, w);
   const DType dt = x.dtype();
-  // Saved for the backward, one row per (b, t):
-  Tensor gates = empty({B, T, G}, dt);  // pre-activations, then the activations i, f, g, o
-  Tensor h_prev = empty({B, T, H}, dt);  // the state each step starts from
-  Tensor c_prev = empty({B, T, H}, dt);
-  Tensor tanh_c = empty({B, T, H}, dt);
-  Tensor y = empty({B, T, H}, dt);
-  Tensor h_n = empty({B, H}, dt);
-  Tensor c_n = empty({B, H}, dt);
-  // Steps in the order they run: t = first, first + dir, ...
-  const std::int64_t first = reverse ? T - 1 : 0, dir = reverse ? -1 : 1;
-
+  Saved s{x.detach(),
+          w.weight_ih.detach(),
+          w.weight_hh.detach(),
+          empty({n.B, n.T, 4 * n.H}, dt),
+          empty({n.B, n.T, n.H}, dt),
+          empty({n.B, n.T, n.H}, dt),
+          empty({n.B, n.T, n.H}, dt),
+          check_lengths(op, lengths, n.B, n.T),
+          n,
+          reverse ? n.T - 1 : 0,
+          reverse ? -1 : 1};
+  Outputs out{empty({n.B, n.T, n.H}, dt), empty({n.B, n.H}, dt), empty({n.B, n.H}, dt)};
   dispatch(dt, [&](auto zero) {
-    using F = decltype(zero);
-    F* a = gates.data<F>();
-    F* hp = h_prev.data<F>();
-    F* cp = c_prev.data<F>();
-    F* tc = tanh_c.data<F>();
-    F* py = y.data<F>();
-    Tensor bias = empty({G}, dt);  // b_ih + b_hh
-    const F* pb_ih = w.bias_ih.data<F>();
-    const F* pb_hh = w.bias_hh.data<F>();
-    for (std::int64_t k = 0; k < G; ++k) bias.data<F>()[k] = pb_ih[k] + pb_hh[k];
-    const F* pb = bias.data<F>();
-    // The recurrent product runs T times with the same W_hh. float32 multiplies
-    // by W_hh packed once here (core/kernels/packed_gemm.hpp: OpenBLAS would pack it at
-    // every step). float64 small batches multiply by a transposed copy: OpenBLAS
-    // is ~1.7x faster on plain than on transposed operands for them (see
-    // LSTMWeights::weight_hh_t).
-    constexpr bool packed = std::is_same_v<F, float>;
-    blas::PackedMatrix w_hh_packed;
-    if constexpr (packed) w_hh_packed = blas::PackedMatrix(w.weight_hh.data<F>(), G, H, H);
-    const bool small = !packed && B < kTransposedWeightsBelow;
-    Tensor w_hh_t = small ? transpose(w.weight_hh.detach(), 0, 1) : Tensor();  // (H, 4H), a copy
-    const F* w_hh = small ? w_hh_t.data<F>() : w.weight_hh.data<F>();
-
-    // a = x @ W_ih^T   (B*T, 4H): the input's share of every step's gates, one GEMM
-    // (float32 packed too: the kernel runs ~2x OpenBLAS's rate where it has AVX-512
-    // and OpenBLAS does not use it, and ~0.95x where both run AVX2)
-    if constexpr (packed)
-      blas::gemm_packed(B * T, x.data<F>(), I, blas::PackedMatrix(w.weight_ih.data<F>(), G, I, I), F(0), a, G);
-    else
-      blas::gemm(false, true, B * T, G, I, F(1), x.data<F>(), I, w.weight_ih.data<F>(), I, F(0), a, G);
-    for (std::int64_t b = 0; b < B; ++b) {
-      copy_row(hp + (b * T + first) * H, initial.h.data<F>() + b * H, H);
-      copy_row(cp + (b * T + first) * H, initial.c.data<F>() + b * H, H);
-    }
-    for (std::int64_t s = 0; s < T; ++s) {
-      const std::int64_t t = first + s * dir;
-      const bool last = s == T - 1;
-      // a[:, t] += h_prev[:, t] @ W_hh^T   (B, 4H): the recurrent share, one GEMM per step
-      if constexpr (packed)
-        blas::gemm_packed(B, hp + t * H, T * H, w_hh_packed, F(1), a + t * G, T * G);
-      else
-        blas::gemm(false, !small, B, G, H, F(1), hp + t * H, T * H, w_hh, small ? G : H, F(1), a + t * G, T * G);
-      for (std::int64_t b = 0; b < B; ++b) {
-        const std::int64_t row = b * T + t;
-        // where the state after this step goes: the next step's h_prev/c_prev, or the final state
-        F* h_next = last ? h_n.data<F>() + b * H : hp + (row + dir) * H;
-        F* c_next = last ? c_n.data<F>() + b * H : cp + (row + dir) * H;
-        if (t < lengths[b]) {
-          // i, f, g, o;  c = f * c_prev + i * g;  h = o * tanh(c)
-          // (y[b, t] = h too)
-          lstm_kernels::forward_row(H, a + row * G, pb, cp + row * H, c_next, tc + row * H, h_next, py + row * H);
-        } else {
-          // padding: the state passes through unchanged, the output is 0
-          copy_row(h_next, hp + row * H, H);
-          copy_row(c_next, cp + row * H, H);
-          std::memset(py + row * H, 0, static_cast<std::size_t>(H) * sizeof(F));
-          std::memset(tc + row * H, 0, static_cast<std::size_t>(H) * sizeof(F));
-        }
-      }
-    }
+    start_states<decltype(zero)>(s, initial);
+    forward_steps(zero, s, out, w);
   });
-
-  record(op, {x, initial.h, initial.c, w.weight_ih, w.weight_hh, w.bias_ih, w.bias_hh}, {&y, &h_n, &c_n},
-         [x = x.detach(), w_ih = w.weight_ih.detach(), w_hh = w.weight_hh.detach(), gates, h_prev, c_prev, tanh_c,
-          lengths = std::move(lengths), B = B, T = T, I = I, H = H, G, first, dir](Grads& g) {
-           dispatch(x.dtype(), [&](auto zero) {
-             using F = decltype(zero);
-             const F* dy = g.dy(0).data<F>();
-             // dh, dc (B, H): the gradient of the state between steps, starting from h_n and c_n
-             Tensor dh = g.dy(1).clone();
-             Tensor dc = g.dy(2).clone();
-             F* pdh = dh.data<F>();
-             F* pdc = dc.data<F>();
-             const F* a = gates.data<F>();
-             const F* cp = c_prev.data<F>();
-             const F* tc = tanh_c.data<F>();
-             // float32: W_hh (and W_ih) packed once for the T products below, as in the forward
-             constexpr bool packed = std::is_same_v<F, float>;
-             blas::PackedMatrix w_hh_packed;  // holds W_hh^T (H, 4H): dh_prev = da @ W_hh
-             blas::PackedMatrix w_ih_packed;  // holds W_ih^T (I, 4H): dx = da @ W_ih
-             if constexpr (packed) {
-               w_hh_packed = blas::PackedMatrix::from_transposed(w_hh.data<F>(), H, G, H);
-               if (g.needs(0)) w_ih_packed = blas::PackedMatrix::from_transposed(w_ih.data<F>(), I, G, I);
-             }
-             // da, the gradient of the pre-activations. float32 keeps one step's (B, 4H),
-             // rows ld = 4H + 16 apart (at 4H = 1,024 floats, a whole number of pages
-             // apart, every row fell in the same L1 set), and uses it while it is in
-             // cache: dx of the step, dh_prev, and a step's columns of da^T. Kept for
-             // every step, (B*T, 4H) as 7.8 MB at B=64 T=30 H=256, it went out to
-             // memory and came back for the products after the loop. float64 keeps
-             // every step's, (B, T, 4H), for those products.
-             const std::int64_t ld = packed ? G + 16 : T * G;
-             Tensor dgates = packed ? empty({B, ld}, x.dtype()) : empty({B, T, G}, x.dtype());
-             // db (4H) = sum over the real rows of da, gathered by the gate loop while
-             // each row is in registers
-             const bool bias_grad = g.needs(5) || g.needs(6);
-             Tensor db = zeros({bias_grad ? G : 0}, x.dtype());
-             F* pdb = bias_grad ? db.data<F>() : nullptr;
-             // float32 weight gradients take da^T (4H, T*B) as rows (the packed kernel's
-             // x), transposed a step at a time. Its columns run step-major: column
-             // t*B + b is row (b, t) of da.
-             const bool weight_grads = packed && (g.needs(3) || g.needs(4));
-             Tensor da_t = weight_grads ? empty({G, T * B}, x.dtype()) : Tensor();
-             for (std::int64_t s = T - 1; s >= 0; --s) {
-               const std::int64_t t = first + s * dir;
-               F* da = packed ? dgates.data<F>() : dgates.data<F>() + t * G;  // row b of step t at da + b * ld
-               for (std::int64_t b = 0; b < B; ++b) {
-                 const std::int64_t row = b * T + t;
-                 // The rows two ahead are asked for: a row's values are T rows apart
-                 // from the next's and come from L3 (gate loop ~1.0 -> ~0.86 ms a backward)
-                 if (b + 2 < B) {
-                   const std::int64_t ahead = row + 2 * T;
-                   prefetch_run(a + ahead * G, G);
-                   for (const F* rows : {cp, tc, dy}) prefetch_run(rows + ahead * H, H);
-                 }
-                 if (t < lengths[b]) {
-                   // forward: y[b, t] = h   (h is both this step's output and the next step's h_prev)
-                   // forward: i, f, g, o;  c = f * c_prev + i * g;  h = o * tanh(c)   (lstm_kernels.cpp)
-                   // forward: a = ... + b_ih + b_hh   ->   db_ih += da;  db_hh += da
-                   lstm_kernels::backward_row(H, a + row * G, cp + row * H, tc + row * H, pdh + b * H, dy + row * H,
-                                              pdc + b * H, da + b * ld, pdb);
-                   // h_prev reaches the loss only through this step's gates: the GEMM below
-                   // gives all of dh_prev
-                   std::memset(pdh + b * H, 0, static_cast<std::size_t>(H) * sizeof(F));
-                 } else {
-                   // forward: padding passed the state through   ->  dh, dc pass through too
-                   std::memset(da + b * ld, 0, static_cast<std::size_t>(G) * sizeof(F));
-                 }
-               }
-               // forward: a[:, t] += h_prev[:, t] @ W_hh^T   ->   dh_prev (B, H) += da[:, t] (B, 4H) @ W_hh (4H, H)
-               // forward: a[:, t] = x[:, t] @ W_ih^T + ...   ->   dx[:, t] (B, I) += da[:, t] (B, 4H) @ W_ih (4H, I)
-               // and da^T[:, t*B .. t*B + B] = da[:, t]^T   (4H, B)
-               if constexpr (packed) {
-                 blas::gemm_packed(B, da, ld, w_hh_packed, F(1), pdh, H);
-                 if (g.needs(0)) blas::gemm_packed(B, da, ld, w_ih_packed, F(1), g.dx(0).data<F>() + t * I, T * I);
-                 if (weight_grads) transpose_tiles<F, false>(da, ld, da_t.data<F>() + t * B, T * B, B, G);
-               } else {
-                 blas::gemm(false, false, B, H, G, F(1), da, ld, w_hh.data<F>(), H, F(1), pdh, H);
-               }
-             }
-             // what reaches the first step is the gradient of the initial state
-             if (g.needs(1)) g.dx(1).add_(dh);
-             if (g.needs(2)) g.dx(2).add_(dc);
-             // float64: every step at once, rows (b, t) of da against the same rows of x and h_prev:
-             // forward: a = x @ W_ih^T + b_ih + h_prev @ W_hh^T + b_hh
-             const F* da = dgates.data<F>();
-             if (!packed && g.needs(0))  // dx (B*T, I) += da (B*T, 4H) @ W_ih (4H, I)
-               blas::gemm(false, false, B * T, I, G, F(1), da, G, w_ih.data<F>(), I, F(1), g.dx(0).data<F>(), I);
-             if constexpr (packed) {
-               // The same two products on the packed kernel: da^T as rows, and x and h_prev
-               // packed from their rows as the W^T of y = da^T @ W^T, in da^T's column
-               // order: row (b, t) of x as W^T's row t*B + b.
-               if (weight_grads) {
-                 std::vector<const F*> rows(static_cast<std::size_t>(T * B));
-                 const auto packed_rows = [&](const Tensor& m, std::int64_t n) {
-                   for (std::int64_t t = 0; t < T; ++t)
-                     for (std::int64_t b = 0; b < B; ++b)
-                       rows[static_cast<std::size_t>(t * B + b)] = m.data<F>() + (b * T + t) * n;
-                   return blas::PackedMatrix::from_transposed_rows(rows, n);
-                 };
-                 if (g.needs(3))  // dW_ih (4H, I) += da^T (4H, T*B) @ x (T*B, I)
-                   blas::gemm_packed(G, da_t.data<F>(), T * B, packed_rows(x, I), F(1), g.dx(3).data<F>(), I);
-                 if (g.needs(4))  // dW_hh (4H, H) += da^T (4H, T*B) @ h_prev (T*B, H)
-                   blas::gemm_packed(G, da_t.data<F>(), T * B, packed_rows(h_prev, H), F(1), g.dx(4).data<F>(), H);
-               }
-             } else {
-               if (g.needs(3))  // dW_ih (4H, I) += da^T (4H, B*T) @ x (B*T, I)
-                 blas::gemm(true, false, G, I, B * T, F(1), da, G, x.data<F>(), I, F(1), g.dx(3).data<F>(), I);
-               if (g.needs(4))  // dW_hh (4H, H) += da^T (4H, B*T) @ h_prev (B*T, H)
-                 blas::gemm(true, false, G, H, B * T, F(1), da, G, h_prev.data<F>(), H, F(1), g.dx(4).data<F>(), H);
-             }
-             if (g.needs(5)) g.dx(5).add_(db);
-             if (g.needs(6)) g.dx(6).add_(db);
-           });
-         })
+  record(op, {x, initial.h, initial.c, w.weight_ih, w.weight_hh, w.bias_ih, w.bias_hh}, {&out.y, &out.h_n, &out.c_n},
+         [s = std::move(s)](Grads& g) { dispatch(s.x.dtype(), [&](auto zero) { backward_steps(zero, g, s); }); })
       .replay({"x", "h_0", "c_0", "weight_ih", "weight_hh", "bias_ih", "bias_hh"},
-                 [lengths = lengths_in, reverse](const Tensors& in) {
-                   const LSTMSequenceOutput out =
-                       lstm_sequence(in[0], {in[1], in[2]}, {in[3], in[4], in[5], in[6]}, lengths, reverse);
-                   return Tensors{out.output, out.final.h, out.final.c};
-                 });
-  return {y, {h_n, c_n}};
+              [lengths, reverse](const Tensors& in) {
+                const LSTMSequenceOutput o =
+                    lstm_sequence(in[0], {in[1], in[2]}, {in[3], in[4], in[5], in[6]}, lengths, reverse);
+                return Tensors{o.output, o.final.h, o.final.c};
+              });
+  return {out.y, {out.h_n, out.c_n}};
 }
 
 // The oracle: each sequence alone, cut to its real length, step by step through

@@ -44,12 +44,18 @@
 
 namespace attend {
 
+// The optimizer a run trains with (autograd/optim/optim.hpp).
+enum class OptimizerKind { Adam, SGD, Adadelta };
+// "adam", "sgd", "adadelta": what config.json records and the command line takes.
+const char* optimizer_name(OptimizerKind kind);
+std::unique_ptr<optim::Optimizer> make_optimizer(OptimizerKind kind, const std::vector<Tensor>& params, double lr);
+
 struct TrainOptions {
   std::int64_t batch = 32;
   std::int64_t epochs = 10;
   double minutes = 0;              // stop after this much training time; 0: no limit
   std::int64_t max_steps = 0;      // stop after this many steps in all; 0: no limit
-  std::string optimizer = "adam";  // adam | sgd | adadelta
+  OptimizerKind optimizer = OptimizerKind::Adam;
   double lr = 1e-3;                // Adadelta's usual lr is 1.0
   double clip = 5.0;               // global gradient L2 norm; 0: off
   double label_smoothing = 0.0;
@@ -62,6 +68,17 @@ struct TrainOptions {
   std::int64_t curve_every = 0;
   std::int64_t curve_sentences = 200;
   std::string out_dir;             // checkpoints; empty: none are written
+  // Turns target tokens back into text for validation BLEU (sacreBLEU on
+  // detokenized text): words by default; a subword model's codec decodes pieces.
+  TextCodec target_codec;
+  // The validation targets as written, one per validation pair: validation BLEU
+  // scores against them. Empty: against the targets decoded from their ids, in
+  // which a word outside the vocabulary is <unk> (a words model then earns
+  // credit for writing <unk>, and the score is higher than eval's).
+  std::vector<std::string> valid_references;
+
+  // attend::Error naming the first field out of its range.
+  void validate() const;
 };
 
 struct StepReport {
@@ -85,27 +102,23 @@ struct CurvePoint {
   double valid_loss = 0;
 };
 
-std::unique_ptr<optim::Optimizer> make_optimizer(const std::string& name, const std::vector<Tensor>& params, double lr);
+class Trainer;
+
+// What a run tells its caller, and how the caller stops it; every member may stay empty.
+struct TrainHooks {
+  std::function<void(const StepReport&)> on_step;
+  std::function<void(const EpochReport&)> on_epoch;
+  // Called after each checkpoint has been committed (it may move the run: Trainer::set_out_dir).
+  std::function<void(Trainer&)> on_checkpoint;
+  // Checked between steps; when set, the trainer saves a checkpoint and returns.
+  const std::atomic<bool>* stop = nullptr;
+};
 
 class Trainer {
  public:
+  // options are validated here (TrainOptions::validate), with the data they refer to.
   Trainer(Seq2Seq& model, const Vocabulary& target_vocab, const std::vector<EncodedPair>& train,
-          const std::vector<EncodedPair>& valid, TrainOptions options);
-
-  std::function<void(const StepReport&)> on_step;
-  std::function<void(const EpochReport&)> on_epoch;
-  // Called after each checkpoint has been committed.
-  std::function<void()> on_checkpoint;
-  // Checked between steps; when set, the trainer saves a checkpoint and returns.
-  const std::atomic<bool>* stop = nullptr;
-  // Turns target tokens back into text for validation BLEU (sacreBLEU on
-  // detokenized text): words by default; a subword model's codec decodes pieces.
-  TextCodec target_codec;
-  // The validation targets as written, one per validation pair: validation BLEU
-  // scores against them. Empty: against the targets decoded from their ids, in
-  // which a word outside the vocabulary is <unk> (a words model then earns
-  // credit for writing <unk>, and the score is higher than eval's).
-  std::vector<std::string> valid_references;
+          const std::vector<EncodedPair>& valid, TrainOptions options, TrainHooks hooks = {});
 
   // Data-parallel training (models/train/distributed.hpp, models/train/trainer_distributed.cpp):
   // every rank constructs the same Trainer on the same data and calls this before
@@ -116,7 +129,8 @@ class Trainer {
   void distribute(Communicator& comm);
 
   // Trains until the epochs, minutes or steps run out or stop is set. Throws
-  // attend::Error when the loss stops being finite, naming the step.
+  // attend::Error when the loss stops being finite, naming the step, and before
+  // any work when a resumed run has no step left under max_steps or minutes.
   std::vector<EpochReport> run();
 
   // Mean loss per target token over data, without dropout or gradient.
@@ -131,7 +145,7 @@ class Trainer {
   // resume() reads it back, checks it, and rewrites train_log.csv to match it.
   // Under MPI every rank calls both (they gather and share state); rank 0 reads
   // and writes.
-  void save_checkpoint() const;
+  void save_checkpoint();
   void resume();
   // Where checkpoints go from now on (a run staged elsewhere, then moved).
   void set_out_dir(std::string dir) { options_.out_dir = std::move(dir); }
@@ -144,6 +158,14 @@ class Trainer {
 
  private:
   bool out_of_time() const;
+  void check_steps_left() const;
+  std::vector<EpochReport> end_session(std::vector<EpochReport> reports);
+  BatchingOptions training_batches() const;
+  BatchOptions batch_options() const;
+  LossOptions loss_options() const;
+  void train_step(BatchIterator& it);
+  double local_step(BatchIterator& it, std::int64_t steps_in_epoch, std::int64_t& tokens);
+  void count_step(double loss, std::int64_t tokens);
   double elapsed_seconds() const;  // training seconds over all sessions, this one included
   void finish_epoch(double loss_sum, std::int64_t tokens, std::int64_t steps, bool complete);
   void write_log() const;
@@ -171,6 +193,7 @@ class Trainer {
   const std::vector<EncodedPair>& train_;
   const std::vector<EncodedPair>& valid_;
   TrainOptions options_;
+  TrainHooks hooks_;
   std::unique_ptr<optim::Optimizer> optimizer_;
   Generator sampling_;
   std::int64_t epoch_ = 0, position_ = 0, global_step_ = 0;

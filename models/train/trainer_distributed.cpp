@@ -40,7 +40,7 @@ void Trainer::distribute(Communicator& comm) {
 
 bool Trainer::stop_requested() const {
   if (distributed()) return agreed_stop_;  // a Ctrl-C reaches one rank first: decided together
-  return stop != nullptr && stop->load();
+  return hooks_.stop != nullptr && hooks_.stop->load();
 }
 
 double Trainer::data_parallel_step(BatchIterator& it, const LossOptions& loss_options, std::int64_t steps_in_epoch,
@@ -67,7 +67,7 @@ double Trainer::data_parallel_step(BatchIterator& it, const LossOptions& loss_op
     flags.failed = true;
     failure = e.what();
   }
-  flags.stop = stop != nullptr && stop->load();
+  flags.stop = hooks_.stop != nullptr && hooks_.stop->load();
   flags.time_up = options_.minutes > 0 && elapsed_seconds() >= options_.minutes * 60;
   const double weight = shard.empty() ? 0.0 : shard.weight();
   const GradientTotals r = gradient_sum_->sum(weight, local_loss, flags);

@@ -41,7 +41,7 @@ Faults count_faults(AttentionKind attention, std::int64_t hidden, std::int64_t v
   Generator gen(3);
   Seq2Seq model(c, gen);
   const Batch batch = random_batch(16, 12, 10, vocab, gen);
-  auto optimizer = make_optimizer("adam", model.parameters(), 1e-3);
+  auto optimizer = make_optimizer(OptimizerKind::Adam, model.parameters(), 1e-3);
   const std::vector<Tensor> params = model.parameters();
   auto step = [&] {
     optimizer->zero_grad();

@@ -61,10 +61,11 @@ struct Run {
 Run train(const ToyData& d, const TrainOptions& o, Communicator* comm, double dropout = 0, std::uint64_t init_seed = 1) {
   Generator init(init_seed);
   auto model = std::make_shared<Seq2Seq>(small_config(d, dropout), init, Float64);
-  Trainer t(*model, d.target, d.train, d.valid, o);
-  if (comm != nullptr) t.distribute(*comm);
   Run run;
-  t.on_step = [&](const StepReport& r) { run.losses.push_back(r.loss); };
+  TrainHooks hooks;
+  hooks.on_step = [&](const StepReport& r) { run.losses.push_back(r.loss); };
+  Trainer t(*model, d.target, d.train, d.valid, o, hooks);
+  if (comm != nullptr) t.distribute(*comm);
   run.reports = t.run();
   run.params = model->state_dict();
   for (auto& [name, p] : run.params) p = p.clone();
@@ -160,11 +161,12 @@ TEST_CASE("a resumed data-parallel run continues exactly as an uninterrupted one
     Seq2Seq model(small_config(d, 0.2), init, Float64);
     TrainOptions second = o;
     second.out_dir = dir;
-    Trainer t(model, d.target, d.train, d.valid, second);
+    TrainHooks hooks;
+    hooks.on_step = [&](const StepReport& r) { resumed.losses.push_back(r.loss); };
+    Trainer t(model, d.target, d.train, d.valid, second, hooks);
     t.distribute(world());
     t.resume();
     CHECK(t.global_step() == 6);
-    t.on_step = [&](const StepReport& r) { resumed.losses.push_back(r.loss); };
     t.run();
     resumed.params = model.state_dict();
   }
@@ -259,12 +261,13 @@ TEST_CASE("a stop request on one rank stops every rank after the same step, with
   TrainOptions o = options(8, 0);
   o.out_dir = shared_temp_dir("stop");
   std::atomic<bool> stop{false};
-  Trainer t(model, d.target, d.train, d.valid, o);
-  t.distribute(world());
-  t.stop = &stop;
-  t.on_step = [&](const StepReport& r) {
+  TrainHooks hooks;
+  hooks.stop = &stop;
+  hooks.on_step = [&](const StepReport& r) {
     if (r.global_step == 2 && world().rank() == world().size() - 1) stop = true;
   };
+  Trainer t(model, d.target, d.train, d.valid, o, hooks);
+  t.distribute(world());
   t.run();
   CHECK(t.global_step() == 3);  // the request rides on step 3's sum; all stop before step 4
   if (world().is_root()) {

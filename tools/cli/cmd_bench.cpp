@@ -177,7 +177,7 @@ void print_gemm_shapes(const Timed& t, int count) {
 }
 
 Timed bench_training(const BenchFlags& f, Seq2Seq& model, const Batch& batch) {
-  auto optimizer = make_optimizer("adam", model.parameters(), 1e-3);
+  auto optimizer = make_optimizer(OptimizerKind::Adam, model.parameters(), 1e-3);
   const std::vector<Tensor> params = model.parameters();
   std::vector<double> times;
   long faults_before = 0;

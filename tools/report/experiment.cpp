@@ -196,11 +196,12 @@ nlohmann::json run_experiment(ExperimentOptions o) {
       t.bleu_sentences = 0;
       t.curve_every = o.quick ? 5 : 50;
       t.curve_sentences = o.quick ? 50 : 200;
-      Trainer trainer(*r.model, target_vocab, train, valid, t);
-      trainer.on_step = [&](const StepReport& s) {
+      TrainHooks hooks;
+      hooks.on_step = [&](const StepReport& s) {
         r.last_loss = s.loss;
         r.live_steps = s.global_step;
       };
+      Trainer trainer(*r.model, target_vocab, train, valid, t, hooks);
       const auto t0 = Clock::now();
       trainer.run();
       r.seconds = since(t0);

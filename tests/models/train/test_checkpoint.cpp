@@ -130,9 +130,10 @@ TEST_CASE("non-finite weights are never saved, and a model holding them is refus
   Seq2Seq model(d.config, init);
   TrainOptions o = options(dir);
   o.max_steps = 1;
-  Trainer t(model, d.target, d.train, d.valid, o);
   // The step's loss was finite, then the weights went bad (as a too large lr does).
-  t.on_step = [&](const StepReport&) { model.project.bias.fill_(INFINITY); };
+  TrainHooks hooks;
+  hooks.on_step = [&](const StepReport&) { model.project.bias.fill_(INFINITY); };
+  Trainer t(model, d.target, d.train, d.valid, o, hooks);
   CHECK_THROWS_WITH_AS(t.run(), doctest::Contains("the weights are not finite after step 1"), Error);
   CHECK(!fs::exists(path_in(dir, "model.safetensors")));  // once saved as "best" by comparing train with valid loss
   CHECK(!has_checkpoint(dir));
@@ -151,7 +152,7 @@ TEST_CASE("--detect-anomaly blames the optimizer step that made the weights non-
   Generator init(1);
   Seq2Seq model(d.config, init);
   TrainOptions o = options("");
-  o.optimizer = "sgd";
+  o.optimizer = OptimizerKind::SGD;
   o.lr = 1e300;  // finite, but any gradient times it overflows a float
   o.clip = 0;
   o.detect_anomaly = true;
@@ -216,6 +217,95 @@ TEST_CASE("an epoch without a step has no training loss in the log and is never 
   const auto meta = load_safetensors(path_in(dir, "model.safetensors")).metadata;
   CHECK(meta.at("epoch") == "1");
   CHECK(meta.count("valid_loss") == 0);  // there is no validation data, so no "nan" either
+}
+
+// A resumed run that its max_steps leaves without a step would only add an
+// epoch without a step to the log, at every attempt: run() refuses it.
+TEST_CASE("run() refuses a resumed run with no step left, and keeps the log") {
+  Toy d = toy(30);  // 24 training pairs: 3 batches of 8
+  const Scratch scratch("attend-ckpt-nostep-resume");
+  const std::string dir = scratch.dir.string();
+  TrainOptions o = options(dir);
+  o.epochs = 3;
+  o.max_steps = 2;
+  {
+    Generator init(1);
+    Seq2Seq model(d.config, init);
+    Trainer(model, d.target, d.train, d.valid, o).run();
+  }
+  const std::string log = read_file(path_in(dir, "train_log.csv"));
+  Generator init(1);
+  Seq2Seq model(d.config, init);
+  Trainer t(model, d.target, d.train, d.valid, o);
+  t.resume();
+  CHECK_THROWS_WITH_AS(t.run(),
+                       "train: no step is left to take: the run is at step 2 and max_steps is 2; raise the limit to "
+                       "continue",
+                       Error);
+  CHECK(read_file(path_in(dir, "train_log.csv")) == log);
+  CHECK(t.history().size() == 1);
+}
+
+TEST_CASE("run() refuses a resumed run whose time budget is spent") {
+  Toy d = toy(30);
+  const Scratch scratch("attend-ckpt-notime-resume");
+  const std::string dir = scratch.dir.string();
+  TrainOptions o = options(dir);
+  o.epochs = 1000000;
+  o.minutes = 0.2 / 60;  // 0.2 s
+  std::int64_t steps = 0;
+  {
+    Generator init(1);
+    Seq2Seq model(d.config, init);
+    Trainer first(model, d.target, d.train, d.valid, o);
+    first.run();
+    steps = first.global_step();
+  }
+  Generator init(1);
+  Seq2Seq model(d.config, init);
+  Trainer t(model, d.target, d.train, d.valid, o);
+  t.resume();
+  CHECK_THROWS_WITH_AS(t.run(), doctest::Contains("train: no step is left to take: the run has trained"), Error);
+  o.minutes = 60;  // a larger budget continues (here for two more steps)
+  o.max_steps = steps + 2;
+  Trainer more(model, d.target, d.train, d.valid, o);
+  more.resume();
+  more.run();
+  CHECK(more.global_step() == steps + 2);
+}
+
+TEST_CASE("TrainOptions are checked at construction, naming the field") {
+  Toy d = toy(30);
+  Generator init(1);
+  Seq2Seq model(d.config, init);
+  auto refused = [&](auto change, const char* message) {
+    TrainOptions o;
+    change(o);
+    CHECK_THROWS_WITH_AS(Trainer(model, d.target, d.train, d.valid, o), message, Error);
+  };
+  refused([](TrainOptions& o) { o.batch = 0; }, "TrainOptions: batch must be positive, got 0");
+  refused([](TrainOptions& o) { o.epochs = -1; }, "TrainOptions: epochs must be positive, got -1");
+  refused([](TrainOptions& o) { o.minutes = NAN; }, "TrainOptions: minutes must be finite and >= 0 (0: no limit), got nan");
+  refused([](TrainOptions& o) { o.max_steps = -3; }, "TrainOptions: max_steps must be >= 0 (0: no limit), got -3");
+  refused([](TrainOptions& o) { o.optimizer = static_cast<OptimizerKind>(7); }, "optimizer_name: 7 is not an OptimizerKind");
+  refused([](TrainOptions& o) { o.lr = 0; }, "TrainOptions: lr must be positive and finite, got 0");
+  refused([](TrainOptions& o) { o.clip = -1; }, "TrainOptions: clip must be finite and >= 0 (0: off), got -1");
+  refused([](TrainOptions& o) { o.label_smoothing = 1; }, "TrainOptions: label_smoothing must be in [0, 0.99], got 1");
+  refused([](TrainOptions& o) { o.teacher_forcing = 1.5; }, "TrainOptions: teacher_forcing must be in [0, 1], got 1.5");
+  refused([](TrainOptions& o) { o.bleu_sentences = -1; }, "TrainOptions: bleu_sentences must be >= 0 (0: none), got -1");
+  refused([](TrainOptions& o) { o.curve_every = -1; }, "TrainOptions: curve_every must be >= 0 (0: never), got -1");
+  refused([&](TrainOptions& o) { o.valid_references.assign(d.valid.size() + 1, "x"); },
+          fmt::format("TrainOptions: valid_references holds {} references for {} validation pairs", d.valid.size() + 1,
+                      d.valid.size()).c_str());
+  // The optimizer is chosen by its kind; optimizer_name is what config.json and --optimizer say.
+  TrainOptions o;
+  o.optimizer = OptimizerKind::SGD;
+  CHECK(dynamic_cast<optim::SGD*>(&Trainer(model, d.target, d.train, d.valid, o).optimizer()) != nullptr);
+  o.optimizer = OptimizerKind::Adadelta;
+  CHECK(dynamic_cast<optim::Adadelta*>(&Trainer(model, d.target, d.train, d.valid, o).optimizer()) != nullptr);
+  CHECK(std::string(optimizer_name(OptimizerKind::Adam)) == "adam");
+  CHECK(std::string(optimizer_name(OptimizerKind::SGD)) == "sgd");
+  CHECK(std::string(optimizer_name(OptimizerKind::Adadelta)) == "adadelta");
 }
 
 TEST_CASE("stale temporary files of killed processes are removed, nothing else") {

@@ -47,8 +47,9 @@ TEST_CASE("a resumed run's losses equal an uninterrupted run's") {
   {
     Generator init(1);
     Seq2Seq model(small_config(d), init);
-    Trainer t(model, d.target, d.train, d.valid, o);
-    t.on_step = [&](const StepReport& r) { straight.push_back(r.loss); };
+    TrainHooks hooks;
+    hooks.on_step = [&](const StepReport& r) { straight.push_back(r.loss); };
+    Trainer t(model, d.target, d.train, d.valid, o, hooks);
     t.run();
   }
   REQUIRE(straight.size() == 15);
@@ -62,8 +63,9 @@ TEST_CASE("a resumed run's losses equal an uninterrupted run's") {
     TrainOptions first = o;
     first.out_dir = dir;
     first.max_steps = 7;  // stops in the middle of the second epoch
-    Trainer t(model, d.target, d.train, d.valid, first);
-    t.on_step = [&](const StepReport& r) { resumed.push_back(r.loss); };
+    TrainHooks hooks;
+    hooks.on_step = [&](const StepReport& r) { resumed.push_back(r.loss); };
+    Trainer t(model, d.target, d.train, d.valid, first, hooks);
     t.run();
     CHECK(t.global_step() == 7);
   }
@@ -72,10 +74,11 @@ TEST_CASE("a resumed run's losses equal an uninterrupted run's") {
     Seq2Seq model(small_config(d), init);
     TrainOptions second = o;
     second.out_dir = dir;
-    Trainer t(model, d.target, d.train, d.valid, second);
+    TrainHooks hooks;
+    hooks.on_step = [&](const StepReport& r) { resumed.push_back(r.loss); };
+    Trainer t(model, d.target, d.train, d.valid, second, hooks);
     t.resume();
     CHECK(t.global_step() == 7);
-    t.on_step = [&](const StepReport& r) { resumed.push_back(r.loss); };
     t.run();
   }
   REQUIRE(resumed.size() == straight.size());
@@ -150,11 +153,12 @@ TEST_CASE("a stop request saves and returns") {
   o.batch = 4;
   o.out_dir = dir;
   std::atomic<bool> stop{false};
-  Trainer t(model, d.target, d.train, d.valid, o);
-  t.stop = &stop;
-  t.on_step = [&](const StepReport& r) {
+  TrainHooks hooks;
+  hooks.stop = &stop;
+  hooks.on_step = [&](const StepReport& r) {
     if (r.global_step == 2) stop = true;
   };
+  Trainer t(model, d.target, d.train, d.valid, o, hooks);
   t.run();
   CHECK(t.global_step() == 2);
   CHECK(fs::exists(fs::path(dir) / "checkpoint" / "trainer_state.json"));

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <vector>
 
 #include "tests/support/cli_child.hpp"
 
@@ -32,4 +33,30 @@ TEST_CASE("an epoch that --max-steps ends before its first step shows no trainin
   const std::string log = slurp(out + "/train_log.csv");
   CHECK_MESSAGE(contains(log, "\n2,0,0,,"), log);
   CHECK_MESSAGE(!contains(log, "nan"), log);
+}
+
+// Resuming that run with the same --max-steps could take no step: it once added
+// another epoch without a step to the log at every attempt. It is refused up
+// front, saying why, and the log keeps its rows.
+TEST_CASE("a resume that --max-steps leaves no step to take is refused, and the log is unchanged") {
+  Scratch s("attend_train_cli_nostep");
+  const std::string out = s.path("model");
+  const std::vector<std::string> run = {"train", "--toy", "--toy-n", "40", "--toy-max-len", "5", "--batch", "16",
+                                        "--embed", "4", "--hidden", "4", "--epochs", "3", "--bleu-sentences", "0",
+                                        "--out", out};
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> args = run;
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+  };
+  const auto first = attend_cli(s, with({"--max-steps", "2"}));
+  REQUIRE_MESSAGE(first.exit_code == 0, first.err);
+  const std::string log = slurp(out + "/train_log.csv");
+  const auto again = attend_cli(s, with({"--max-steps", "2", "--resume"}));
+  CHECK(again.exit_code != 0);
+  CHECK_MESSAGE(contains(again.err, "no step is left to take: the run is at step 2 and max_steps is 2"), again.err);
+  CHECK(slurp(out + "/train_log.csv") == log);
+  const auto more = attend_cli(s, with({"--max-steps", "4", "--resume"}));  // a higher limit continues
+  CHECK_MESSAGE(more.exit_code == 0, more.err);
+  CHECK_MESSAGE(contains(more.out, "resuming " + out + " at epoch 1, step 2"), more.out);
 }
