@@ -21,8 +21,7 @@ namespace {
 // Writes to stdout, or atomically to a file.
 void emit(const std::string& out, const std::string& text) {
   if (out.empty() || out == "-") {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
+    write_stream(stdout, text, "standard output");
   } else {
     write_file_atomic(out, text);
   }
