@@ -4,6 +4,7 @@
 // --svg files, data --out, and a model directory reached through a link. A
 // failed write is an error naming the file, with a non-zero exit and no
 // "wrote ..." line; a device or FIFO is never replaced; a link stays a link.
+// The experiment's report meets a full disk too.
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
@@ -22,6 +23,7 @@
 #include "core/io/file_io.hpp"
 #include "tests/support/cli_child.hpp"
 #include "tests/support/translate_cli.hpp"
+#include "tools/report/experiment.hpp"
 
 using namespace attend;
 using namespace attend::testing;
@@ -268,4 +270,25 @@ TEST_CASE("output cli: average --out through a symbolic link replaces the direct
   CHECK(contains(r.err, "--overwrite"));
   for (const auto& e : fs::directory_iterator(s.dir / "real"))
     CHECK_MESSAGE(e.path().filename().string().find(".tmp-") == std::string::npos, e.path());
+}
+
+TEST_CASE("output cli: the experiment's report on a full disk is an error naming it, and results.json is not written") {
+  const Scratch s("attend-output-experiment");
+  fs::create_directories(s.dir / "experiment");
+  const std::string full = make_full_device(s, "experiment/report.html");
+  SKIP_WITHOUT_MKNOD(full);
+  tools::ExperimentOptions o;
+  o.quick = true;
+  o.train_seconds = 1;  // what is tested is the last writes
+  o.out_dir = s.path("experiment");
+  try {
+    tools::run_experiment(o);
+    FAIL("the experiment reported no error");
+  } catch (const Error& e) {
+    CHECK_MESSAGE(contains(e.what(), full), e.what());
+    CHECK_MESSAGE(contains(e.what(), "No space left on device"), e.what());
+  }
+  CHECK(is_full_device(full));
+  CHECK(fs::exists(s.dir / "experiment/loss.svg"));  // the figures came first
+  CHECK_FALSE(fs::exists(s.dir / "experiment/results.json"));
 }
