@@ -226,6 +226,10 @@ StagedModelDir::StagedModelDir(const std::string& final_dir, bool overwrite) {
   if (p.has_filename() == false && p.has_parent_path()) p = p.parent_path();  // "out/" -> "out"
   if (p.empty() || p.filename() == "." || p.filename() == "..")
     fail("--out {}: name a new directory for the model", final_dir);
+  // A symbolic link is followed: the directory it names is replaced, and the
+  // link stays (staged beside that directory, on its file system).
+  p = fs::path(resolve_symlinks(p.string())).lexically_normal();
+  if (p.has_filename() == false && p.has_parent_path()) p = p.parent_path();
   final_ = p.string();
   std::error_code ec;
   const fs::file_status st = fs::status(final_, ec);

@@ -1,10 +1,18 @@
 #pragma once
 // Reading and writing whole files with errors that name the file and the reason.
 //
-// write_file_atomic never leaves a half-written file behind: it writes a
-// temporary file in the same directory, fsyncs it, renames it over the target
-// and fsyncs the directory. A crash, a kill or an exception during the write
-// leaves the previous file (if any) whole; the rename is the commit point.
+// Every writer of attend (model files, checkpoints, logs, reports, SVGs, JSON,
+// translations) goes through write_file_atomic, which writes a path by what it
+// names. A regular file, or a path that does not exist yet, is replaced
+// atomically: a temporary file in the same directory, fsync, rename over the
+// target, fsync of the directory; a crash, a kill or an error leaves the
+// previous file (if any) whole, and the rename is the commit point. A device, a
+// FIFO or a terminal is written through in place and never renamed over (a
+// FIFO must find a reader within 10 s); /dev/stdout, /dev/stderr, /dev/fd/N and
+// /proc/self/fd/N write through this process's own descriptor. A symbolic link
+// is followed: the file it names is replaced and the link stays a link. Every
+// write, sync and close is checked; a failure (a full disk: ENOSPC) throws
+// attend::Error naming the path, so no caller reports success after it.
 //
 // Temporary names are always TARGET.tmp-PID-N (temp_path_for). A kill -9 can
 // leave such files (or directories) behind; remove_stale_temporaries deletes
@@ -14,9 +22,11 @@
 // ATTEND_FAULT, read once, makes this file misbehave on purpose:
 //   ATTEND_FAULT=kill-after-rename:N   raise SIGKILL right after the Nth rename
 //                                      (rename_path, exchange_paths, write_file_atomic)
-//   ATTEND_FAULT=enospc-at-write:N     the Nth write fails with ENOSPC (disk full)
+//   ATTEND_FAULT=enospc-at-write:N     the Nth write fails with ENOSPC (disk full), counting
+//                                      the writes of write_file_atomic and write_stream
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -31,14 +41,26 @@ std::string read_file(const std::string& path);
 // a text ending in '\n' has no empty line after it.
 std::vector<std::string> split_lines(std::string_view text);
 
-// Replaces the file at path with bytes, atomically (see above).
+// Writes bytes to path: a file atomically, a device or FIFO through (see above).
 void write_file_atomic(const std::string& path, std::string_view bytes);
 
 // Streaming variant for large files: produce(sink) calls sink(bytes) any number
 // of times. If produce throws, the temporary file is removed, the target is left
-// as it was and the exception propagates.
+// as it was and the exception propagates (a device or FIFO keeps what it got).
 using ByteSink = std::function<void(std::string_view bytes)>;
 void write_file_atomic(const std::string& path, const std::function<void(const ByteSink& sink)>& produce);
+
+// The path that the symbolic links of path's last component lead to (path
+// itself when it is no link): where a write to path lands. Stops at a path
+// naming one of this process's descriptors (/proc/self/fd/1).
+std::string resolve_symlinks(const std::string& path);
+
+// Writes bytes to a stdio stream's descriptor after flushing the stream, every
+// write checked (and subject to ATTEND_FAULT); errors name the stream by name,
+// e.g. "standard output".
+void write_stream(std::FILE* stream, std::string_view bytes, const std::string& name);
+// fflush, and throws when it, or any earlier write to the stream, failed.
+void flush_stream(std::FILE* stream, const std::string& name);
 
 // A fresh name beside path: PATH.tmp-PID-N (N counts up within the process).
 std::string temp_path_for(const std::string& path);

@@ -1,9 +1,9 @@
 #include "models/data/vocabulary.hpp"
 
 #include <algorithm>
-#include <fstream>
 
 #include "core/error.hpp"
+#include "core/io/file_io.hpp"
 #include "core/io/limits.hpp"
 #include "core/io/printable.hpp"
 #include "models/data/tokenizer.hpp"
@@ -124,11 +124,9 @@ std::vector<std::string> Vocabulary::decode(std::span<const std::int64_t> ids, b
 }
 
 void Vocabulary::save(const std::string& path) const {
-  std::ofstream file(path, std::ios::binary);
-  if (!file) fail("Vocabulary::save: cannot write '{}'", path);
-  for (const std::string& token : tokens_) file << token << '\n';
-  file.flush();
-  if (!file) fail("Vocabulary::save: writing '{}' failed", path);
+  std::string text;
+  for (const std::string& token : tokens_) text += token + '\n';
+  write_file_atomic(path, text);
 }
 
 Vocabulary Vocabulary::load(const std::string& path) {

@@ -4,12 +4,14 @@
 #include <filesystem>
 #include <new>
 #include <string_view>
+#include <system_error>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "core/kernels/blas.hpp"
 #include "core/error.hpp"
+#include "core/io/file_io.hpp"
 #include "core/io/printable.hpp"
 #include "core/storage.hpp"
 #include "tools/cli/commands.hpp"
@@ -71,6 +73,10 @@ int run_cli(int argc, char** argv, const std::string& version) {
     return report(e.what());
   } catch (const std::filesystem::filesystem_error& e) {
     return report(describe(e));
+  } catch (const std::system_error& e) {
+    // fmt::print throws this when stdio cannot write (standard output on a full disk).
+    if (std::ferror(stdout)) return report(fmt::format("write: standard output: cannot write: {}", e.code().message()));
+    return report(fmt::format("internal error: {}", printable(e.what())));
   } catch (const std::bad_alloc&) {
     // Inputs are checked against core/io/limits.hpp before allocating; this is
     // what is left: a model or batch within the limits but beyond this machine.
@@ -79,6 +85,12 @@ int run_cli(int argc, char** argv, const std::string& version) {
     return report(fmt::format("internal error: {}", printable(e.what())));
   } catch (...) {
     return report("internal error: an unknown exception");
+  }
+  // What stdio still holds is written now, while a failure can change the exit status.
+  try {
+    flush_stream(stdout, "standard output");
+  } catch (const Error& e) {
+    return report(e.what());
   }
   return 0;
 }

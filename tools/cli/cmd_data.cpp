@@ -18,11 +18,10 @@ namespace attend::tools {
 
 namespace {
 
-// Writes to stdout, or atomically to a file.
+// Writes to stdout, or to the file named (a file atomically, a device or FIFO through: core/io/file_io.hpp).
 void emit(const std::string& out, const std::string& text) {
   if (out.empty() || out == "-") {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
+    write_stream(stdout, text, "standard output");
   } else {
     write_file_atomic(out, text);
   }

@@ -31,6 +31,12 @@ void write_dot(const std::string& path, const std::string& dot) {
   fmt::print("\nwrote the step's graph as Graphviz DOT to {}\n", path);
   std::filesystem::path svg = std::filesystem::path(path).replace_extension(".svg");
   if (svg == std::filesystem::path(path)) svg += ".svg";  // FILE was already called *.svg
+  // Graphviz reads the file again: a FIFO or a device has nothing left to read.
+  if (!std::filesystem::is_regular_file(std::filesystem::symlink_status(resolve_symlinks(path)))) {
+    fmt::print("(not rendered: {} is not a regular file; render a copy with  dot -Tsvg FILE -o {})\n", path,
+               svg.string());
+    return;
+  }
   if (std::system("command -v dot >/dev/null 2>&1") != 0) {
     fmt::print("(Graphviz's dot is not installed: render it with  dot -Tsvg {} -o {},\n", path, svg.string());
     fmt::print(" or let attend draw the graph itself: attend explain --graph step.svg)\n");

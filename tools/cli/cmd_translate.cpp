@@ -159,8 +159,7 @@ void run_translate(const TranslateFlags& f) {
         for (TextTranslation& t : out[i]) replace_unknown_words(t, dictionary, models.front().codecs.target);
       text += format_output(out[i], done + static_cast<std::int64_t>(i), f);
     }
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
+    write_stream(stdout, text, "standard output");
     done += static_cast<std::int64_t>(out.size());
     if (!f.quiet && (terminal || seconds() >= 10.0))
       progress.update(static_cast<long>(done), fmt::format("{:.1f} sentences/s", done / std::max(seconds(), 1e-9)));

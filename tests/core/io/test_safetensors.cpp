@@ -431,9 +431,9 @@ TEST_CASE("write_file_atomic: replaces whole files, leaves no temporary, keeps t
   const std::string nowhere = tmp.file("no/such/dir/model.safetensors");
   CHECK_THROWS_WITH_AS(
       save_safetensors(nowhere, {{"w", ones({1})}}),
-      ("write_file_atomic: " + nowhere + ": cannot create a temporary file beside it: No such file or directory").c_str(),
+      ("write: " + nowhere + ": cannot create a temporary file beside it: No such file or directory").c_str(),
       Error);
-  // The target is a directory: the rename fails and the temporary file is removed.
+  // The target is a directory: refused before anything is created.
   fs::create_directories(tmp.dir / "adir");
   CHECK_THROWS_AS(write_file_atomic(tmp.file("adir"), "x"), Error);
   CHECK(tmp.listing() == std::set<std::string>{"config.json", "adir"});

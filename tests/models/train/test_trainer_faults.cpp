@@ -3,7 +3,9 @@
 // a full disk at every write (ATTEND_FAULT=enospc-at-write:N), signals, and a
 // model directory trained into again. After any of them the directory loads,
 // and --resume ends exactly where an uninterrupted run ends: the same weights,
-// bit for bit, and the same log, each row once.
+// bit for bit, and the same log, each row once. The other writers (explain's
+// files, translate's output and SVGs, data --out, average) meet a full disk at
+// every write too: an error naming the file, and the old file whole.
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
@@ -21,6 +23,7 @@
 #include "models/train/checkpoint.hpp"
 #include "models/model_dir.hpp"
 #include "tests/support/scratch.hpp"
+#include "tests/support/translate_cli.hpp"
 
 using namespace attend;
 namespace fs = std::filesystem;
@@ -286,4 +289,65 @@ TEST_CASE("without validation data the summary names the epoch that was saved") 
   const std::string saved_epoch = load_safetensors(path_in(dir, "model.safetensors")).metadata.at("epoch");
   CHECK(saved_epoch != "1");  // the training loss fell, so a later epoch was saved
   CHECK(read_file(dir + ".log").find("best: epoch " + saved_epoch + " ") != std::string::npos);
+}
+
+namespace {
+// Runs `attend args` with a full disk at its Nth write, N = 1, 2, ... until a run
+// is no longer hit. Each hit run exits 1, says "No space left on device" and
+// names `name`, prints no `success` line, and leaves `target` (if any) as it was.
+// Returns how many runs were hit.
+int every_full_disk(const std::string& base, const std::vector<std::string>& args, const std::string& name,
+                    const std::string& success, const std::string& target = "") {
+  int hit = 0;
+  for (int n = 1; n < 1000; ++n) {
+    CAPTURE(n);
+    if (!target.empty()) write_file_atomic(target, "old\n");
+    const std::string log = base + "/full-disk.log";
+    const int status = wait_for(start(args, fmt::format("enospc-at-write:{}", n), log));
+    const std::string said = read_file(log);
+    if (exited_ok(status)) {
+      if (!success.empty()) CHECK(said.find(success) != std::string::npos);
+      break;
+    }
+    ++hit;
+    INFO(said);
+    CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 1));
+    CHECK(said.find("No space left on device") != std::string::npos);
+    CHECK(said.find(name) != std::string::npos);
+    if (!success.empty()) CHECK(said.find(success) == std::string::npos);
+    if (!target.empty()) CHECK(read_file(target) == "old\n");
+  }
+  return hit;
+}
+}  // namespace
+
+TEST_CASE("a full disk at any write of explain, translate, data and average is an error naming the file") {
+  const Scratch scratch("attend-faults-writers");
+  const std::string base = scratch.dir.string();
+  const std::string out = base + "/out";
+  CAPTURE(out);
+  CHECK(every_full_disk(base, {"explain", "--json", out}, out, "wrote every number", out) >= 1);
+  CHECK(every_full_disk(base, {"explain", "--graph", out}, out, "drew the graph", out) >= 1);
+  CHECK(every_full_disk(base, {"explain", "--dot", out}, out, "wrote the step's graph", out) >= 1);
+  CHECK(every_full_disk(base, {"data", "toy", "--n", "50", "--out", out}, out, "", out) >= 1);
+  CHECK(every_full_disk(base, {"data", "toy", "--n", "50"}, "standard output", "") >= 1);
+
+  const std::string model = base + "/model", other = base + "/other";
+  attend::testing::write_model(model, AttentionKind::Additive, 1);
+  attend::testing::write_model(other, AttentionKind::Additive, 2);
+  const std::string input = base + "/in.tsv";
+  write_file_atomic(input, "the red car\tla voiture rouge\nthe cat sleeps\n");
+  CHECK(every_full_disk(base, {"translate", "--model", model, "--quiet", input}, "standard output", "") >= 1);
+  CHECK(every_full_disk(base, {"translate", "--model", model, "--quiet", "--n-best", "2", "--beam", "2", input},
+                        "standard output", "") >= 1);
+  const std::string svg = base + "/grad_1.svg";
+  const std::string pair = base + "/pair.tsv";
+  write_file_atomic(pair, "the red car\tla voiture rouge\n");
+  CHECK(every_full_disk(base, {"translate", "--model", model, "--explain-grad", "--svg", base + "/grad", pair}, svg,
+                        "wrote " + svg, svg) >= 1);
+  const std::string averaged = base + "/averaged";
+  CHECK(every_full_disk(base, {"average", model, other, "--out", averaged}, averaged, "averaged 2 models") >= 4);
+  CHECK(remove_stale_temporaries(base) == 0);  // each failed run removed its own staging directory
+  for (const auto& e : fs::directory_iterator(base))
+    CHECK_MESSAGE(e.path().filename().string().find(".tmp-") == std::string::npos, e.path());
 }
