@@ -174,6 +174,27 @@ TEST_CASE("D8: limits on time, steps, layers and threads are flags' errors") {
   check_error(attend_cli(s, {"translate", "--threads", "0"}), "--threads: 0 is not an integer in 1..256");
 }
 
+TEST_CASE("issue 40: a --seed outside the generator's 0..2^64-1 is refused by every command, never wrapped") {
+  Scratch s;
+  const std::string range = "is not an integer in 0..18446744073709551615 (the generator's seed is 64 bits)";
+  const std::string huge = "1000000000000000000000000000000";  // 10^30
+  const std::vector<std::vector<std::string>> commands = {{"explain"}, {"train", "--toy"}, {"data", "toy"}, {"bench"},
+                                                          {"experiment"}};
+  for (const std::vector<std::string>& command : commands) {
+    CAPTURE(command.front());
+    for (const std::string& seed : {huge, std::string("18446744073709551616"), std::string("-1"), std::string("1e3")}) {
+      std::vector<std::string> args = command;
+      args.insert(args.end(), {"--seed", seed});
+      check_error(attend_cli(s, args), "--seed: " + seed + " " + range);
+    }
+  }
+  check_error(attend_cli(s, {"train", "--toy", "--data-seed", huge}), "--data-seed: " + huge + " " + range);
+  // The largest seed is the generator's own, and explain runs with it.
+  const Result r = attend_cli(s, {"explain", "--seed", "18446744073709551615"});
+  CHECK_MESSAGE(r.exit_code == 0, r.err);
+  CHECK_FALSE(r.out.empty());
+}
+
 TEST_CASE("D8: inspect refuses a FIFO instead of waiting for a writer") {
   Scratch s;
   const std::string fifo = s.path("fifo");
