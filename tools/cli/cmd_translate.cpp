@@ -33,32 +33,15 @@ static_assert(limits::kMaxLineBytes == 65536, "update the footer of attend trans
 constexpr std::size_t kChunkLines = 4096;
 constexpr std::size_t kChunkBytes = std::size_t{4} << 20;
 
-// Whether two codecs turn the same text into the same tokens.
-bool same_reading(const TextCodec& a, const TextCodec& b) {
-  if (a.tokenizer().lowercase != b.tokenizer().lowercase) return false;
-  if (a.is_subword() != b.is_subword()) return false;
-  if (a.is_subword()) return a.subword()->bytes() == b.subword()->bytes();
-  return a.tokenizer().split_elision == b.tokenizer().split_elision;
-}
-
 std::vector<LoadedModel> load_models(const TranslateFlags& f) {
   if (f.models.size() > static_cast<std::size_t>(limits::kMaxEnsemble))
     fail("translate: {} models given; an ensemble has at most {} (core/io/limits.hpp)", f.models.size(),
          limits::kMaxEnsemble);
   std::vector<LoadedModel> models;
   for (const std::string& dir : f.models) {
-    models.push_back(load_model_dir(dir));
-    const LoadedModel& first = models.front();
-    const LoadedModel& m = models.back();
-    if (!(m.target_vocab == first.target_vocab))
-      fail("translate: the models of an ensemble must share their target vocabulary: {} has {} target tokens, {} has "
-           "{}{}",
-           f.models.front(), first.target_vocab.size(), dir, m.target_vocab.size(),
-           first.target_vocab.size() == m.target_vocab.size() ? " (the same number, not the same tokens)" : "");
-    if (!(m.source_vocab == first.source_vocab) || !same_reading(m.codecs.source, first.codecs.source))
-      fail("translate: the models of an ensemble must read the source the same way: {} and {} have different source "
-           "vocabularies or tokenizers",
-           f.models.front(), dir);
+    models.push_back(load_model_dir(dir));  // each model checked before the next loads
+    if (std::string d = ensemble_difference(models.front(), models.back(), f.models.front()); !d.empty())
+      fail("translate: {}: {}; an ensemble's models must share their target side and read the source alike", dir, d);
   }
   return models;
 }
