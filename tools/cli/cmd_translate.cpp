@@ -6,12 +6,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <span>
 
 #include <fmt/format.h>
 
 #include "core/kernels/blas.hpp"
 #include "core/io/file_io.hpp"
 #include "core/io/limits.hpp"
+#include "models/decode/decoding.hpp"
 #include "models/eval/evaluation.hpp"
 #include "models/model_dir.hpp"
 #include "tools/cli/checks.hpp"
@@ -63,25 +65,71 @@ std::vector<std::string> read_all_lines(const std::string& path) {
   return all;
 }
 
-// Translates one chunk of lines in batches of similar length (less padding),
-// and returns the n-best lists in input order.
-std::vector<std::vector<TextTranslation>> translate_chunk(std::vector<LoadedModel>& models,
+// The models as decoding takes them.
+std::vector<Seq2Seq*> ensemble_of(std::vector<LoadedModel>& models) {
+  std::vector<Seq2Seq*> ensemble;
+  for (LoadedModel& m : models) ensemble.push_back(m.model.get());
+  return ensemble;
+}
+
+// The memory a line's decoding takes grows with the square of its tokens
+// (models/decode/decoding.hpp): it is checked once the line is tokenized,
+// before any work, against limits::decode_memory_limit(). Returns the tokens.
+std::int64_t checked_tokens(const char* op, std::span<Seq2Seq* const> ensemble, const TextCodec& source,
+                            const std::string& line, const std::string& where, const DecodeOptions& options) {
+  const auto tokens = static_cast<std::int64_t>(source.encode(line).size());
+  if (tokens == 0) return 0;
+  if (std::string problem = decode_memory_problem(ensemble, tokens, options); !problem.empty())
+    fail("{}: {}: {}; split the sentence", op, where, problem);
+  return tokens;
+}
+
+// Lines [begin, end) of a chunk, with their tokens: at most limits::decode_memory_limit()
+// to decode together (decode_memory_bytes), so that a group's translations, held
+// until they are written, stay within it too. Every line fits alone (checked_tokens).
+struct Group {
+  std::size_t begin, end;
+};
+std::vector<Group> memory_groups(std::span<Seq2Seq* const> ensemble, const std::vector<std::int64_t>& tokens,
+                                 const DecodeOptions& options, std::size_t most_lines) {
+  const std::uint64_t limit = limits::decode_memory_limit();
+  std::vector<Group> groups;
+  std::vector<std::int64_t> lengths;
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    lengths.push_back(tokens[i]);
+    if (lengths.size() > 1 && (lengths.size() > most_lines || decode_memory_bytes(ensemble, lengths, options) > limit)) {
+      groups.push_back({i + 1 - lengths.size(), i});  // the lines before this one
+      lengths.assign(1, tokens[i]);
+    }
+  }
+  if (!lengths.empty()) groups.push_back({tokens.size() - lengths.size(), tokens.size()});
+  return groups;
+}
+
+// Translates lines in batches of similar length (less padding), each batch
+// within the memory limit, and returns the n-best lists in input order.
+std::vector<std::vector<TextTranslation>> translate_lines(std::vector<LoadedModel>& models,
                                                           const std::vector<std::string>& lines,
+                                                          const std::vector<std::int64_t>& tokens,
                                                           const TranslateFlags& f, const DecodeOptions& options) {
   std::vector<std::size_t> order(lines.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return lines[a].size() < lines[b].size(); });
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return tokens[a] < tokens[b]; });
   std::vector<std::string> sorted;
-  sorted.reserve(lines.size());
-  for (std::size_t i : order) sorted.push_back(lines[i]);
-  std::vector<Seq2Seq*> ensemble;
-  for (LoadedModel& m : models) ensemble.push_back(m.model.get());
+  std::vector<std::int64_t> sorted_tokens;
+  for (std::size_t i : order) {
+    sorted.push_back(lines[i]);
+    sorted_tokens.push_back(tokens[i]);
+  }
+  const std::vector<Seq2Seq*> ensemble = ensemble_of(models);
   const LoadedModel& m = models.front();
-  std::vector<std::vector<TextTranslation>> out =
-      translate_text_n_best(ensemble, sorted, m.source_vocab, m.target_vocab, m.codecs, options, f.batch);
   std::vector<std::vector<TextTranslation>> in_order(lines.size());
-  for (std::size_t k = 0; k < order.size(); ++k) in_order[order[k]] = std::move(out[k]);
+  for (const Group& g : memory_groups(ensemble, sorted_tokens, options, static_cast<std::size_t>(f.batch))) {
+    const std::vector<std::string> batch(sorted.begin() + g.begin, sorted.begin() + g.end);
+    std::vector<std::vector<TextTranslation>> out = translate_text_n_best(
+        ensemble, batch, m.source_vocab, m.target_vocab, m.codecs, options, static_cast<std::int64_t>(batch.size()));
+    for (std::size_t k = 0; k < out.size(); ++k) in_order[order[g.begin + k]] = std::move(out[k]);
+  }
   return in_order;
 }
 
@@ -106,13 +154,18 @@ void run_translate(const TranslateFlags& f) {
   const UnkDictionary dictionary = f.unk_dict.empty() ? UnkDictionary() : UnkDictionary::load(f.unk_dict);
   const DecodeOptions options = f.decode.options();
 
-  // A file is read through once first, so that a bad line stops the command
-  // before anything is translated, and the progress bar knows the total.
+  // A file is read through once first, so that a bad line (or one too long
+  // to decode, checked_tokens) stops the command before anything is
+  // translated, and the progress bar knows the total.
+  const std::vector<Seq2Seq*> ensemble = ensemble_of(models);
+  const TextCodec& source = models.front().codecs.source;
   const bool from_file = !(f.input.empty() || f.input == "-");
   std::int64_t total = 0;
   if (from_file) {
     try {
-      total = count_checked_lines(f.input, "translate");
+      total = count_checked_lines(f.input, "translate", [&](const std::string& line, const std::string& where) {
+        checked_tokens("translate", ensemble, source, line, where, options);
+      });
     } catch (const Error& e) {
       fail("{}; nothing was translated", e.what());
     }
@@ -125,26 +178,38 @@ void run_translate(const TranslateFlags& f) {
   const auto start = std::chrono::steady_clock::now();
   auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   std::vector<std::string> lines;
+  std::vector<std::int64_t> tokens;
   std::int64_t done = 0;
   for (;;) {
     try {
       if (!reader.next(lines, kChunkLines, kChunkBytes)) break;
+      tokens.clear();
+      const std::int64_t first = reader.lines_read() - static_cast<std::int64_t>(lines.size()) + 1;
+      for (std::size_t i = 0; i < lines.size(); ++i)
+        tokens.push_back(checked_tokens("translate", ensemble, source, lines[i],
+                                        fmt::format("{}:{}", reader.name(), first + static_cast<std::int64_t>(i)), options));
     } catch (const Error& e) {
       // Standard input cannot be read twice: what came before the bad line is
       // already translated and written.
       if (done == 0) fail("{}; nothing was translated", e.what());
       fail("{}; the {} lines before it were translated", e.what(), done);
     }
-    std::vector<std::vector<TextTranslation>> out = translate_chunk(models, lines, f, options);
-    std::string text;
-    for (std::size_t i = 0; i < out.size(); ++i) {
-      if (f.replace_unk)
-        for (TextTranslation& t : out[i]) replace_unknown_words(t, dictionary, models.front().codecs.target);
-      text += format_output(out[i], done + static_cast<std::int64_t>(i), f);
+    // The chunk in groups of lines, in input order, whose translations (held
+    // until they are written) fit in the memory limit together.
+    for (const Group& g : memory_groups(ensemble, tokens, options, lines.size())) {
+      const std::vector<std::string> group(lines.begin() + g.begin, lines.begin() + g.end);
+      const std::vector<std::int64_t> group_tokens(tokens.begin() + g.begin, tokens.begin() + g.end);
+      std::vector<std::vector<TextTranslation>> out = translate_lines(models, group, group_tokens, f, options);
+      std::string text;
+      for (std::size_t i = 0; i < out.size(); ++i) {
+        if (f.replace_unk)
+          for (TextTranslation& t : out[i]) replace_unknown_words(t, dictionary, models.front().codecs.target);
+        text += format_output(out[i], done + static_cast<std::int64_t>(i), f);
+      }
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      std::fflush(stdout);
+      done += static_cast<std::int64_t>(out.size());
     }
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
-    done += static_cast<std::int64_t>(out.size());
     if (!f.quiet && (terminal || seconds() >= 10.0))
       progress.update(static_cast<long>(done), fmt::format("{:.1f} sentences/s", done / std::max(seconds(), 1e-9)));
   }
@@ -167,6 +232,10 @@ void run_eval(const EvalFlags& f) {
   if (text.pairs.empty())
     fail("eval: {} has no usable 'source<TAB>target' lines ({} skipped): nothing to score", f.data, text.skipped);
   const DecodeOptions options = f.decode.options();
+  Seq2Seq* const ensemble[] = {m.model.get()};
+  for (std::size_t i = 0; i < text.pairs.size(); ++i)  // refused before any sentence is decoded
+    checked_tokens("eval", ensemble, m.codecs.source, text.pairs[i].source,
+                   fmt::format("{}: sentence pair {}", f.data, i + 1), options);
   BleuReport r = evaluate_bleu_by_length(*m.model, text.pairs, m.source_vocab, m.target_vocab, m.codecs, options);
   fmt::print("BLEU {:.2f}  ({} sentences, beam {})\n", r.overall.score, text.pairs.size(), f.decode.beam);
   fmt::print("{}\n\n", r.overall.signature);

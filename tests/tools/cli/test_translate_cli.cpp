@@ -210,6 +210,19 @@ TEST_CASE("an ensemble whose target sides are read by other SentencePiece models
                   dir)
           .c_str(),
       Error);
+  // A line of pieces within the byte limit, too many to decode (issue 40): refused
+  // once the subword model has cut it, before any decoding.
+  std::string line;
+  while (line.size() < static_cast<std::size_t>(limits::kMaxLineBytes)) line += text[line.size() % text.size()] + " ";
+  line.resize(line.rfind(' ', static_cast<std::size_t>(limits::kMaxLineBytes) - 1));  // whole words, within the limit
+  write_file_atomic(dir + "/long.txt", "the cat\n" + line + "\n");
+  const std::int64_t pieces = static_cast<std::int64_t>(unigram->encode(line).size());
+  REQUIRE(pieces > 12000);
+  CHECK_THROWS_WITH_AS(run_translate({"--model", dir + "/joint", dir + "/long.txt"}),
+                       doctest::Contains(fmt::format("translate: {}/long.txt:2: a source of {} tokens would take about",
+                                                     dir, pieces)
+                                             .c_str()),
+                       Error);
 }
 
 TEST_CASE("a large input is translated chunk by chunk, in batches sorted by length, and written in input order") {
