@@ -28,7 +28,8 @@ namespace attend::tools {
 
 namespace {
 
-static_assert(limits::kMaxLineBytes == 65536, "update the footer of attend translate");
+static_assert(limits::kMaxLineBytes == 65536 && limits::kMaxDecodeBytes == std::uint64_t{2} << 30,
+              "update the footer of attend translate");
 
 // A chunk holds at most this many lines (and about kChunkBytes of them): what
 // translate keeps in memory at once, whatever the size of the input.
@@ -256,7 +257,10 @@ void add_translate_command(CLI::App& app) {
       "each translated in batches sorted by length and written in input order, so memory stays bounded for any\n"
       "file; progress and sentences/s go to stderr. Every line of a FILE is checked before any is translated: a\n"
       "line that is not valid UTF-8, or longer than 65536 bytes, is an error naming it (FILE:LINE), and nothing is\n"
-      "translated. Standard input cannot be read twice: there the error says how many lines were translated.\n\n"
+      "translated. So is a line of more tokens than decoding can take within 2 GiB (or half the RAM if less): it\n"
+      "keeps an attention row over the source for each output token, so its need grows with the square of the\n"
+      "line's length; the message says how many tokens fit.\n"
+      "Standard input cannot be read twice: there the error says how many lines were translated.\n\n"
       "--explain-grad reads 'source<TAB>reference' lines and, for each, differentiates the loss of the reference\n"
       "(teacher forcing) at the attention weights: it prints the translation, the loss per token, then alpha and\n"
       "dL/dalpha side by side. '+' marks a weight the loss wants up (dL/dalpha < 0: the loss falls if it grows),\n"
