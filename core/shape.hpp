@@ -22,7 +22,14 @@ class Shape {
   int rank() const { return rank_; }
   std::int64_t operator[](int axis) const { return dims_[axis]; }
   std::int64_t& operator[](int axis) { return dims_[axis]; }
+  // The number of elements: 0 when any dimension is 0 (the others may then
+  // multiply past int64: [0, 2^62, 2^62] is a valid empty shape), else their
+  // product, which push_back keeps within int64 (Error otherwise).
   std::int64_t numel() const;
+  // The product of dimensions [begin, end): an op's outer or inner extent
+  // around an axis. It can overflow only in an empty shape, which has no
+  // element to loop over; it is then 0.
+  std::int64_t count(int begin, int end) const;
   const std::int64_t* begin() const { return dims_.data(); }
   const std::int64_t* end() const { return dims_.data() + rank_; }
   std::int64_t back() const { return dims_[rank_ - 1]; }
@@ -44,7 +51,7 @@ class Shape {
 // "softmax: axis 2 is out of range for a tensor of shape [3, 4]".
 int normalize_axis(const char* op, int axis, const Shape& shape);
 
-// Row-major strides, in elements.
+// Row-major strides, in elements (of an empty shape, 0 where they would overflow).
 std::array<std::int64_t, kMaxRank> strides_of(const Shape& shape);
 
 }  // namespace attend

@@ -19,6 +19,51 @@ std::string path_in(const std::string& dir, const std::string& name) {
   return (std::filesystem::path(dir) / name).string();
 }
 
+std::string side_difference(ModelSide side, const LoadedModel& first, const LoadedModel& other,
+                            std::string_view first_name) {
+  const bool target = side == ModelSide::Target;
+  const char* name = target ? "target" : "source";
+  const std::vector<std::string>& a = (target ? first.target_vocab : first.source_vocab).tokens();
+  const std::vector<std::string>& b = (target ? other.target_vocab : other.source_vocab).tokens();
+  if (a.size() != b.size()) return fmt::format("{}.vocab has {} tokens, {}'s has {}", name, b.size(), first_name, a.size());
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (a[i] != b[i])
+      return fmt::format("{}.vocab line {} (token {}) is '{}', {}'s is '{}'", name, i + 1, i, printable(b[i]), first_name,
+                         printable(a[i]));
+  const TextCodec& x = target ? first.codecs.target : first.codecs.source;
+  const TextCodec& y = target ? other.codecs.target : other.codecs.source;
+  if (x.is_subword() != y.is_subword())
+    return fmt::format("the {} side is read as {}, {}'s as {}", name, y.is_subword() ? "SentencePiece pieces" : "words",
+                       first_name, x.is_subword() ? "SentencePiece pieces" : "words");
+  if (x.is_subword() && x.subword()->bytes() != y.subword()->bytes())
+    return fmt::format("the {} side is read by another SentencePiece model than {}'s", name, first_name);
+  return "";
+}
+
+std::string ensemble_difference(const LoadedModel& first, const LoadedModel& other, std::string_view first_name) {
+  for (ModelSide side : {ModelSide::Target, ModelSide::Source})
+    if (std::string d = side_difference(side, first, other, first_name); !d.empty()) return d;
+  // The source text is read with the first model's tokenizer options: the others' must be the same.
+  const TokenizerOptions &a = first.codecs.source.tokenizer(), &b = other.codecs.source.tokenizer();
+  if (a.lowercase != b.lowercase)
+    return fmt::format("tokenizer.lowercase is {}, {}'s is {}", b.lowercase, first_name, a.lowercase);
+  if (!first.codecs.source.is_subword() && a.split_elision != b.split_elision)
+    return fmt::format("tokenizer.split_elision is {}, {}'s is {}", b.split_elision, first_name, a.split_elision);
+  return "";
+}
+
+void check_ensemble(std::span<const LoadedModel> models, std::span<const std::string> names) {
+  if (names.size() != models.size())
+    fail("ensemble: {} names for {} models", names.size(), models.size());
+  if (models.empty()) fail("ensemble: no model to decode with");
+  if (models.size() > static_cast<std::size_t>(limits::kMaxEnsemble))
+    fail("ensemble: {} models, at most {} (limits::kMaxEnsemble, core/io/limits.hpp)", models.size(),
+         limits::kMaxEnsemble);
+  for (std::size_t m = 1; m < models.size(); ++m)
+    if (std::string d = ensemble_difference(models[0], models[m], names[0]); !d.empty())
+      fail("ensemble: {}: {}; an ensemble's models must share their target side and read the source alike", names[m], d);
+}
+
 namespace {
 std::string vocab_text(const Vocabulary& v) {
   std::string text;

@@ -10,7 +10,9 @@
 // Every file is written atomically (temporary file, fsync, rename): a crash
 // during a save leaves the previous version whole.
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -44,6 +46,25 @@ void save_model_description(const std::string& dir, const Seq2SeqConfig& config,
 LoadedModel load_model_dir(const std::string& dir, const std::string& weights = "model.safetensors");
 
 std::string path_in(const std::string& dir, const std::string& name);
+
+// The comparison that averaging (models/train/average.cpp) and ensembles share.
+// How `other` writes one side's text differently from `first`, as a message
+// ("" when alike), the first difference found: the vocabulary's size, its token
+// at index i, then the SentencePiece model (or words against subwords).
+// `first_name` names the first model in the message ("the first input").
+enum class ModelSide { Source, Target };
+std::string side_difference(ModelSide side, const LoadedModel& first, const LoadedModel& other,
+                            std::string_view first_name);
+// Why `other` cannot decode in an ensemble with `first` ("" when it can): its
+// target side differs (side_difference), or its source side, or the tokenizer
+// options that read the source.
+std::string ensemble_difference(const LoadedModel& first, const LoadedModel& other, std::string_view first_name);
+// Throws Error unless the models can decode together as one ensemble (the
+// ensemble decodes with the first model's vocabularies and codecs): 1 to
+// limits::kMaxEnsemble models, each with no ensemble_difference from the
+// first. names[i] names models[i] in the message, which says the first difference:
+//   "ensemble: B: target.vocab line 6 (token 5) is 'chien', A's is 'chat'; ..."
+void check_ensemble(std::span<const LoadedModel> models, std::span<const std::string> names);
 
 // A model directory built in a fresh place beside its final one
 // (DIR.tmp-PID-N) and moved there by one rename once it is worth keeping, so

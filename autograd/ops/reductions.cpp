@@ -47,9 +47,7 @@ Tensor reduce_axis(const char* op, const Tensor& x, int axis, bool keepdim, bool
   check_defined(op, x);
   const int ax = normalize_axis(op, axis, x.shape());
   const Shape& s = x.shape();
-  std::int64_t outer = 1, inner = 1;
-  for (int d = 0; d < ax; ++d) outer *= s[d];
-  for (int d = ax + 1; d < s.rank(); ++d) inner *= s[d];
+  const std::int64_t outer = s.count(0, ax), inner = s.count(ax + 1, s.rank());
   const std::int64_t n = s[ax];
   const double scale = !is_mean ? 1.0 : n == 0 ? std::numeric_limits<double>::quiet_NaN() : 1.0 / n;
   Tensor y = empty(keepdim ? s.with(ax, 1) : s.without(ax), x.dtype());

@@ -24,9 +24,9 @@ struct AxisSplit {
 
 AxisSplit split_at(const Shape& shape, int axis) {
   AxisSplit s;
-  for (int d = 0; d < axis; ++d) s.outer *= shape[d];
+  s.outer = shape.count(0, axis);
   s.size = shape[axis];
-  for (int d = axis + 1; d < shape.rank(); ++d) s.inner *= shape[d];
+  s.inner = shape.count(axis + 1, shape.rank());
   return s;
 }
 
@@ -140,10 +140,7 @@ Tensor transpose(const Tensor& x, int axis0, int axis1) {
   const Shape& s = x.shape();
   Shape out = s.with(a0, s[a1]).with(a1, s[a0]);
   // x as (outer, A, mid, B, inner) with A = s[a0], B = s[a1]; y is (outer, B, mid, A, inner).
-  std::int64_t outer = 1, mid = 1, inner = 1;
-  for (int d = 0; d < a0; ++d) outer *= s[d];
-  for (int d = a0 + 1; d < a1; ++d) mid *= s[d];
-  for (int d = a1 + 1; d < s.rank(); ++d) inner *= s[d];
+  const std::int64_t outer = s.count(0, a0), mid = s.count(a0 + 1, a1), inner = s.count(a1 + 1, s.rank());
   const std::int64_t A = a0 == a1 ? 1 : s[a0], B = a0 == a1 ? s[a0] : s[a1];
   Tensor y = empty(out, x.dtype());
   if (y.numel() > 0) {

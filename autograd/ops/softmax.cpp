@@ -39,8 +39,8 @@ Rows rows_along(const char* op, const Tensor& x, int axis) {
   const int a = normalize_axis(op, axis, s);
   Rows r;
   r.n = s[a];
-  for (int d = 0; d < a; ++d) r.outer *= s[d];
-  for (int d = a + 1; d < s.rank(); ++d) r.inner *= s[d];
+  r.outer = s.count(0, a);
+  r.inner = s.count(a + 1, s.rank());
   return r;
 }
 

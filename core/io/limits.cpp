@@ -25,6 +25,11 @@ std::uint64_t physical_memory() {
   return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page);
 }
 
+std::uint64_t decode_memory_limit() {
+  const std::uint64_t physical = physical_memory();
+  return physical == 0 ? kMaxDecodeBytes : std::min(kMaxDecodeBytes, physical / 2);
+}
+
 std::string bytes_text(std::uint64_t bytes) {
   if (bytes >= (std::uint64_t{1} << 30) && bytes % (std::uint64_t{1} << 30) == 0)
     return fmt::format("{} GiB", bytes >> 30);

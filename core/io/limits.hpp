@@ -36,6 +36,12 @@ inline constexpr std::int64_t kMaxAverage = 256;      // model directories `atte
 inline constexpr int kMaxThreads = 256;               // --threads
 inline constexpr std::int64_t kMaxBatch = 65536;      // --batch (sentences)
 inline constexpr std::int64_t kMaxSequence = 100000;  // bench --src-len / --tgt-len (tokens)
+// The memory decoding one sentence may take (decode_memory_bytes in
+// models/decode/decoding.hpp), and the most `attend translate` holds at once:
+// it grows with the square of the sentence's length (an attention row over
+// the source for every output token), so a line within kMaxLineBytes can need
+// far more. Also capped at half the machine's physical memory (decode_memory_limit).
+inline constexpr std::uint64_t kMaxDecodeBytes = std::uint64_t{2} << 30;  // 2 GiB
 
 // The file's bytes, after checking it is a regular file (not a FIFO, a device
 // or a directory) of at most max_bytes. Errors: "OP: PATH: ...".
@@ -44,6 +50,9 @@ std::string read_bounded_file(const std::string& path, const std::string& op,
 
 // The machine's physical memory in bytes (0 if unknown).
 std::uint64_t physical_memory();
+
+// kMaxDecodeBytes, or half the physical memory when that is less.
+std::uint64_t decode_memory_limit();
 
 // "2 GiB", "65536 bytes": a size for a message.
 std::string bytes_text(std::uint64_t bytes);

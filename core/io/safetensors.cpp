@@ -175,10 +175,12 @@ Shape parse_shape(const std::string& path, const std::string& name, const json& 
     if (v < 0) bad(path, "tensor '{}' has negative dimension {} in its shape {}", name, v, shown(shape));
     dims.push_back(v);
   }
-  // Shape refuses a product past int64 (zero dimensions included); say so here, naming the file.
+  // Shape refuses an element count past int64; say so here, naming the file. A
+  // zero dimension is looked for first: [0, 2^62, 2^62] holds 0 elements.
+  const bool empty = std::find(dims.begin(), dims.end(), 0) != dims.end();
   std::int64_t product = 1;
   for (std::int64_t d : dims)
-    if (d != 0 && __builtin_mul_overflow(product, d, &product))
+    if (!empty && __builtin_mul_overflow(product, d, &product))
       bad(path, "tensor '{}' has shape [{}] with too many elements", name, fmt::join(dims, ", "));
   return Shape(std::span<const std::int64_t>(dims));
 }

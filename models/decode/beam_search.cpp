@@ -124,7 +124,10 @@ std::vector<std::vector<Hypothesis>> beam_search_n_best(std::span<Seq2Seq* const
   const std::int64_t B = batch.size(), S = batch.source.shape[1], K = options.beam;
   std::vector<std::int64_t> limit(static_cast<std::size_t>(B));
   std::int64_t longest = 0;
-  for (std::int64_t b = 0; b < B; ++b) longest = std::max(longest, limit[b] = max_output_length(options, batch.source_lengths[b]));
+  for (std::int64_t b = 0; b < B; ++b) {
+    longest = std::max(longest, limit[b] = max_output_length(options, batch.source_lengths[b]));
+    check_decode_memory(models, batch.source_lengths[b], options);
+  }
   // Every sentence gets K rows: row b*K + k is beam k of sentence b.
   DecoderEnsemble ensemble(models, batch, K);
   check_coverage_needs_attention(ensemble, options);

@@ -75,6 +75,85 @@ void check_decode_options(const DecodeOptions& o) {
     fail("decode: the coverage penalty's beta must be finite and >= 0, got {}", o.coverage_beta);
 }
 
+namespace {
+
+// The two parts of the header's estimate for one sentence of S tokens, in bytes
+// (doubles: they may pass 2^64 before they are compared with anything).
+double attention_rows_bytes(std::span<Seq2Seq* const> models, double S, const DecodeOptions& o) {
+  const bool attention = std::any_of(models.begin(), models.end(), [](const Seq2Seq* m) {
+    return m != nullptr && m->config().attention != AttentionKind::None;
+  });
+  if (!attention) return 0;
+  const double T = std::max(1.0, std::floor(o.max_len_a * S) + static_cast<double>(o.max_len_b));
+  const double kept = o.beam == 1 ? 2.0 : 2.0 * static_cast<double>(o.beam) + static_cast<double>(o.n_best);
+  return kept * T * S * sizeof(double);
+}
+
+double encoder_bytes(std::span<Seq2Seq* const> models, double S, const DecodeOptions& o) {
+  double total = 0;
+  for (const Seq2Seq* m : models) {
+    if (m == nullptr) continue;
+    const Seq2SeqConfig& c = m->config();
+    const double value = static_cast<double>(dtype_size(m->dtype()));
+    const double per_row = static_cast<double>(3 * c.key_size() + 4) * value + 2 * sizeof(double);  // weights in double
+    const double once = static_cast<double>(c.embed + 8 * c.key_size()) * value;
+    total += S * (static_cast<double>(o.beam) * per_row + once);
+  }
+  return total;
+}
+
+std::uint64_t saturated(double bytes) {
+  return bytes >= 18446744073709551615.0 ? std::numeric_limits<std::uint64_t>::max() : static_cast<std::uint64_t>(bytes);
+}
+
+}  // namespace
+
+std::uint64_t decode_memory_bytes(std::span<Seq2Seq* const> models, std::span<const std::int64_t> source_lengths,
+                                  const DecodeOptions& options) {
+  double longest = 0, total = 0;
+  for (std::int64_t S : source_lengths) {
+    longest = std::max(longest, static_cast<double>(S));
+    total += attention_rows_bytes(models, static_cast<double>(S), options);
+  }
+  total += static_cast<double>(source_lengths.size()) * encoder_bytes(models, longest, options);
+  return saturated(total);
+}
+
+std::int64_t max_decodable_source(std::span<Seq2Seq* const> models, const DecodeOptions& options, std::uint64_t max_bytes) {
+  const auto fits = [&](std::int64_t S) {
+    const std::int64_t one[] = {S};
+    return decode_memory_bytes(models, one, options) <= max_bytes;
+  };
+  std::int64_t lo = 0, hi = std::int64_t{1} << 40;  // fits(lo); the need grows with S
+  if (fits(hi)) return hi;
+  while (hi - lo > 1) {
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+std::string decode_memory_problem(std::span<Seq2Seq* const> models, std::int64_t source_length,
+                                  const DecodeOptions& options) {
+  const std::int64_t one[] = {source_length};
+  const std::uint64_t need = decode_memory_bytes(models, one, options), limit = limits::decode_memory_limit();
+  if (need <= limit) return "";
+  const double T = std::max(1.0, std::floor(options.max_len_a * static_cast<double>(source_length)) +
+                                     static_cast<double>(options.max_len_b));
+  const std::string why = attention_rows_bytes(models, static_cast<double>(source_length), options) > 0
+                              ? fmt::format("up to {:.0f} output tokens, each with an attention row over the source", T)
+                              : "the encoder's states for every row";
+  return fmt::format("a source of {} tokens would take about {} to decode (beam {}: {}), more than the limit of {} "
+                     "(limits::kMaxDecodeBytes, core/io/limits.hpp); sources of at most {} tokens fit",
+                     source_length, limits::bytes_text(need), options.beam, why, limits::bytes_text(limit),
+                     max_decodable_source(models, options, limit));
+}
+
+void check_decode_memory(std::span<Seq2Seq* const> models, std::int64_t source_length, const DecodeOptions& options) {
+  if (std::string problem = decode_memory_problem(models, source_length, options); !problem.empty())
+    fail("decode: {}", problem);
+}
+
 std::int64_t max_output_length(const DecodeOptions& o, std::int64_t source_length) {
   const double n = o.max_len_a * static_cast<double>(source_length) + static_cast<double>(o.max_len_b);
   if (!(n <= static_cast<double>(limits::kMaxSequence)))
@@ -109,7 +188,10 @@ std::vector<Hypothesis> greedy_decode(std::span<Seq2Seq* const> models, const Ba
   const std::int64_t B = batch.size(), S = batch.source.shape[1];
   std::vector<std::int64_t> limit(static_cast<std::size_t>(B));
   std::int64_t longest = 0;
-  for (std::int64_t b = 0; b < B; ++b) longest = std::max(longest, limit[b] = max_output_length(options, batch.source_lengths[b]));
+  for (std::int64_t b = 0; b < B; ++b) {
+    longest = std::max(longest, limit[b] = max_output_length(options, batch.source_lengths[b]));
+    check_decode_memory(models, batch.source_lengths[b], options);
+  }
   DecoderEnsemble ensemble(models, batch, 1);
   check_coverage_needs_attention(ensemble, options);
   std::vector<Hypothesis> out(static_cast<std::size_t>(B));

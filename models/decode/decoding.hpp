@@ -75,8 +75,35 @@ void score_hypothesis(Hypothesis& h, std::int64_t source_length, const DecodeOpt
 // Throws Error naming the bad option (beam, n_best, alpha, beta, maximum length).
 void check_decode_options(const DecodeOptions& options);
 
+// Memory. Decoding a sentence of S source tokens (T = max_len_a * S + max_len_b
+// output tokens at most, beam K, M models) holds, from its largest parts:
+//   attention rows  8 T S bytes per hypothesis kept, models with attention
+//                   only: greedy 2 (the hypothesis, and the copy translate_text
+//                   makes); beam search 2K + n_best (its trellis holds up to 2K
+//                   rows a step, K live beams and up to K finishing, while the
+//                   n best are read back; their copies come after it is gone).
+//   encoder         per model, K rows of (S, 3 Hk + 4) values (states, keys,
+//                   mask, the step's scores and weights), and one sentence's
+//                   layer outputs and gates (S, embed + 8 hidden per direction).
+// An upper bound on what a batch of sentences of these lengths needs, in bytes
+// (saturating at 2^64 - 1): the sum over its sentences, the encoder part of each
+// at the longest length (the batch is padded to it).
+std::uint64_t decode_memory_bytes(std::span<Seq2Seq* const> models, std::span<const std::int64_t> source_lengths,
+                                  const DecodeOptions& options);
+// The longest source (tokens) whose decode_memory_bytes is at most max_bytes (0 if none).
+std::int64_t max_decodable_source(std::span<Seq2Seq* const> models, const DecodeOptions& options,
+                                  std::uint64_t max_bytes);
+// "" when a sentence of source_length tokens needs at most
+// limits::decode_memory_limit(), else what is wrong: how much, why, and how
+// long a source fits. check_decode_memory throws it as an Error.
+std::string decode_memory_problem(std::span<Seq2Seq* const> models, std::int64_t source_length,
+                                  const DecodeOptions& options);
+void check_decode_memory(std::span<Seq2Seq* const> models, std::int64_t source_length, const DecodeOptions& options);
+
 // Decodes every sentence of the batch (only its source side is used). Runs
 // without recording a graph; call model.eval() first so that dropout is off.
+// Each sentence is checked alone first (check_decode_memory); a batch's total
+// (decode_memory_bytes of all its lengths) is the caller's to bound.
 std::vector<Hypothesis> greedy_decode(Seq2Seq& model, const Batch& batch, const DecodeOptions& options = {});
 std::vector<Hypothesis> beam_search(Seq2Seq& model, const Batch& batch, const DecodeOptions& options);
 // greedy_decode when options.beam == 1, else beam_search.

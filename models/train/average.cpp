@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <filesystem>
-#include <tuple>
 #include <map>
 
 #include <fmt/format.h>
@@ -38,16 +37,6 @@ std::string config_difference(const LoadedModel& first, const LoadedModel& other
     return differs("tokenizer.lowercase", first.tokenizer.lowercase, other.tokenizer.lowercase);
   if (first.tokenizer.split_elision != other.tokenizer.split_elision)
     return differs("tokenizer.split_elision", first.tokenizer.split_elision, other.tokenizer.split_elision);
-  return "";
-}
-
-// The first line at which two vocabularies differ, as a message ("" if equal).
-std::string vocab_difference(const char* file, const Vocabulary& first, const Vocabulary& other) {
-  const std::vector<std::string>&a = first.tokens(), &b = other.tokens();
-  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i)
-    if (a[i] != b[i])
-      return fmt::format("{} line {} is '{}', the first input's is '{}'", file, i + 1, printable(b[i]), printable(a[i]));
-  if (a.size() != b.size()) return fmt::format("{} has {} tokens, the first input's has {}", file, b.size(), a.size());
   return "";
 }
 
@@ -113,14 +102,10 @@ AverageReport average_model_dirs(const std::vector<std::string>& inputs, const s
       const LoadedModel other = load_model_dir(dir, options.weights);  // freed before the next input loads
       if (std::string d = config_difference(first, other); !d.empty())
         fail("attend average: {}: {}", path_in(dir, "config.json"), d);
-      for (const auto& [file, a, b] : {std::tuple{"source.vocab", &first.source_vocab, &other.source_vocab},
-                                       std::tuple{"target.vocab", &first.target_vocab, &other.target_vocab}})
-        if (std::string d = vocab_difference(file, *a, *b); !d.empty()) fail("attend average: {}: {}", dir, d);
-      for (const auto& [side, a, b] : {std::tuple{"source", &first.codecs.source, &other.codecs.source},
-                                       std::tuple{"target", &first.codecs.target, &other.codecs.target}})
-        if (a->is_subword() != b->is_subword() || (a->is_subword() && a->subword()->bytes() != b->subword()->bytes()))
-          fail("attend average: {}: the {} side is read by another SentencePiece model than {}'s (or by words)", dir,
-               side, inputs[0]);
+      // The vocabularies and SentencePiece models, compared as ensembles compare them (models/model_dir.hpp).
+      for (ModelSide side : {ModelSide::Source, ModelSide::Target})
+        if (std::string d = side_difference(side, first, other, "the first input"); !d.empty())
+          fail("attend average: {}: {}", dir, d);
       tensors = load_safetensors(path_in(dir, options.weights)).tensors;
     }
     check_tensors(path_in(dir, options.weights), first_tensors, tensors);

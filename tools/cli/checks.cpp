@@ -56,4 +56,21 @@ CLI::Validator out_directory() {
 
 CLI::Validator threads() { return integer(1, limits::kMaxThreads, true); }
 
+CLI::Validator seed() {
+  constexpr std::uint64_t hi = std::numeric_limits<std::uint64_t>::max();
+  const std::string range = fmt::format("in 0..{}", hi);
+  return CLI::Validator(
+      [range](std::string& input) -> std::string {
+        // Digits only, read with an overflow check: a parser's own conversion
+        // may take "-1" or 10^30 and wrap it into range.
+        std::uint64_t value = 0;
+        bool ok = !input.empty() && input.size() <= 20;
+        for (char c : input)
+          ok = ok && c >= '0' && c <= '9' && !__builtin_mul_overflow(value, 10u, &value) &&
+               !__builtin_add_overflow(value, static_cast<std::uint64_t>(c - '0'), &value);
+        return ok ? std::string() : fmt::format("{} is not an integer {} (the generator's seed is 64 bits)", printable(input), range);
+      },
+      range);
+}
+
 }  // namespace attend::tools::check

@@ -20,5 +20,8 @@ CLI::Validator number(double lo, double hi, bool lo_open = false);
 CLI::Validator out_directory();
 // --threads: 1..kMaxThreads.
 CLI::Validator threads();
+// --seed: an integer the generator takes whole, 0..2^64-1 (its seed is a
+// uint64); a larger or negative one is refused, never wrapped.
+CLI::Validator seed();
 
 }  // namespace attend::tools::check

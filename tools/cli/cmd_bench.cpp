@@ -371,7 +371,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--threads", f->threads, "OpenBLAS threads")->check(check::threads())->capture_default_str();
   cmd->add_flag("--openblas", f->openblas,
                 "Run the float32 products blas::gemm would hand to attend's packed kernel on OpenBLAS (to compare)");
-  cmd->add_option("--seed", f->seed, "Seed")->capture_default_str();
+  cmd->add_option("--seed", f->seed, "Seed")->check(check::seed())->capture_default_str();
   cmd->add_option("--turn-steps", f->turn_steps,
                   "Take turns with another process (bench/compare_seq2seq.sh, TURNS=N): this many training steps a turn")
       ->check(check::integer(1, 1000000));

@@ -52,7 +52,7 @@ void add_data_command(CLI::App& app) {
   t->add_option("--n", toy->n, "Number of pairs")->check(check::integer(1, 10000000))->capture_default_str();
   t->add_option("--min-len", toy->min_len, "Shortest source sentence (words, >= 3)")->capture_default_str();
   t->add_option("--max-len", toy->max_len, "Longest source sentence (words, <= 60)")->capture_default_str();
-  t->add_option("--seed", toy->seed, "Seed")->capture_default_str();
+  t->add_option("--seed", toy->seed, "Seed")->check(check::seed())->capture_default_str();
   t->add_option("--out", *toy_out, "Output file (default: stdout)");
   t->callback([toy, toy_out] { emit(*toy_out, tsv_of(toy_pairs(*toy))); });
 

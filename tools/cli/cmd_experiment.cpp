@@ -21,7 +21,7 @@ void add_experiment_command(CLI::App& app) {
       ->check(check::number(1.0, 10000.0))
       ->capture_default_str();
   cmd->add_flag("--quick", o->quick, "A smoke test of about a minute: tiny models, seconds of training");
-  cmd->add_option("--seed", o->seed, "Seed of the data and the models")->capture_default_str();
+  cmd->add_option("--seed", o->seed, "Seed of the data and the models")->check(check::seed())->capture_default_str();
   cmd->add_option("--train-pairs", o->train_pairs, "Training pairs (default: 60000, quick 2000)")
       ->check(check::integer(1, 10000000));
   cmd->add_option("--hidden", o->hidden, "Hidden size (default: 128, quick 32)")

@@ -11,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "core/io/file_io.hpp"
+#include "tools/cli/checks.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/explain/explain.hpp"
 
@@ -70,6 +71,7 @@ void add_explain_command(CLI::App& app) {
   cmd->add_option("--seed", options->seed,
                   "Seed that draws the model's parameters and then the inputs: the encoder states h_j and the "
                   "decoder state s (with --lstm: x_t, h_0, c_0 and the loss weights r_t)")
+      ->check(check::seed())
       ->capture_default_str();
   cmd->add_flag("--lstm", *lstm, "Explain an LSTM cell over 3 time steps instead: gates, both paths of dL/dc_t, "
                                  "dW_ih, dW_hh, db")

@@ -264,10 +264,13 @@ void add_training_flags(CLI::App& cmd, TrainFlags& f) {
   cmd.add_option("--bleu-sentences", f.train.bleu_sentences, "Validation sentences translated for BLEU each epoch")
       ->check(check::integer(0, std::numeric_limits<std::int64_t>::max()))
       ->capture_default_str();
-  cmd.add_option("--seed", f.train.seed, "Seed of the initial weights, the data split and order")->capture_default_str();
+  cmd.add_option("--seed", f.train.seed, "Seed of the initial weights, the data split and order")
+      ->check(check::seed())
+      ->capture_default_str();
   f.data_seed_option = cmd.add_option("--data-seed", f.data_seed,
                                        "Seed of the train/validation split and the toy sentences (default: --seed); "
-                                       "models trained with other --seed and one --data-seed share their vocabularies");
+                                       "models trained with other --seed and one --data-seed share their vocabularies")
+                           ->check(check::seed());
 }
 
 // Threads, where the model goes, and how the run starts

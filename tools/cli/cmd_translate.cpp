@@ -6,12 +6,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <span>
 
 #include <fmt/format.h>
 
 #include "core/kernels/blas.hpp"
 #include "core/io/file_io.hpp"
 #include "core/io/limits.hpp"
+#include "models/decode/decoding.hpp"
 #include "models/eval/evaluation.hpp"
 #include "models/model_dir.hpp"
 #include "tools/cli/checks.hpp"
@@ -26,20 +28,13 @@ namespace attend::tools {
 
 namespace {
 
-static_assert(limits::kMaxLineBytes == 65536, "update the footer of attend translate");
+static_assert(limits::kMaxLineBytes == 65536 && limits::kMaxDecodeBytes == std::uint64_t{2} << 30,
+              "update the footer of attend translate");
 
 // A chunk holds at most this many lines (and about kChunkBytes of them): what
 // translate keeps in memory at once, whatever the size of the input.
 constexpr std::size_t kChunkLines = 4096;
 constexpr std::size_t kChunkBytes = std::size_t{4} << 20;
-
-// Whether two codecs turn the same text into the same tokens.
-bool same_reading(const TextCodec& a, const TextCodec& b) {
-  if (a.tokenizer().lowercase != b.tokenizer().lowercase) return false;
-  if (a.is_subword() != b.is_subword()) return false;
-  if (a.is_subword()) return a.subword()->bytes() == b.subword()->bytes();
-  return a.tokenizer().split_elision == b.tokenizer().split_elision;
-}
 
 std::vector<LoadedModel> load_models(const TranslateFlags& f) {
   if (f.models.size() > static_cast<std::size_t>(limits::kMaxEnsemble))
@@ -47,18 +42,9 @@ std::vector<LoadedModel> load_models(const TranslateFlags& f) {
          limits::kMaxEnsemble);
   std::vector<LoadedModel> models;
   for (const std::string& dir : f.models) {
-    models.push_back(load_model_dir(dir));
-    const LoadedModel& first = models.front();
-    const LoadedModel& m = models.back();
-    if (!(m.target_vocab == first.target_vocab))
-      fail("translate: the models of an ensemble must share their target vocabulary: {} has {} target tokens, {} has "
-           "{}{}",
-           f.models.front(), first.target_vocab.size(), dir, m.target_vocab.size(),
-           first.target_vocab.size() == m.target_vocab.size() ? " (the same number, not the same tokens)" : "");
-    if (!(m.source_vocab == first.source_vocab) || !same_reading(m.codecs.source, first.codecs.source))
-      fail("translate: the models of an ensemble must read the source the same way: {} and {} have different source "
-           "vocabularies or tokenizers",
-           f.models.front(), dir);
+    models.push_back(load_model_dir(dir));  // each model checked before the next loads
+    if (std::string d = ensemble_difference(models.front(), models.back(), f.models.front()); !d.empty())
+      fail("translate: {}: {}; an ensemble's models must share their target side and read the source alike", dir, d);
   }
   return models;
 }
@@ -80,25 +66,71 @@ std::vector<std::string> read_all_lines(const std::string& path) {
   return all;
 }
 
-// Translates one chunk of lines in batches of similar length (less padding),
-// and returns the n-best lists in input order.
-std::vector<std::vector<TextTranslation>> translate_chunk(std::vector<LoadedModel>& models,
+// The models as decoding takes them.
+std::vector<Seq2Seq*> ensemble_of(std::vector<LoadedModel>& models) {
+  std::vector<Seq2Seq*> ensemble;
+  for (LoadedModel& m : models) ensemble.push_back(m.model.get());
+  return ensemble;
+}
+
+// The memory a line's decoding takes grows with the square of its tokens
+// (models/decode/decoding.hpp): it is checked once the line is tokenized,
+// before any work, against limits::decode_memory_limit(). Returns the tokens.
+std::int64_t checked_tokens(const char* op, std::span<Seq2Seq* const> ensemble, const TextCodec& source,
+                            const std::string& line, const std::string& where, const DecodeOptions& options) {
+  const auto tokens = static_cast<std::int64_t>(source.encode(line).size());
+  if (tokens == 0) return 0;
+  if (std::string problem = decode_memory_problem(ensemble, tokens, options); !problem.empty())
+    fail("{}: {}: {}; split the sentence", op, where, problem);
+  return tokens;
+}
+
+// Lines [begin, end) of a chunk, with their tokens: at most limits::decode_memory_limit()
+// to decode together (decode_memory_bytes), so that a group's translations, held
+// until they are written, stay within it too. Every line fits alone (checked_tokens).
+struct Group {
+  std::size_t begin, end;
+};
+std::vector<Group> memory_groups(std::span<Seq2Seq* const> ensemble, const std::vector<std::int64_t>& tokens,
+                                 const DecodeOptions& options, std::size_t most_lines) {
+  const std::uint64_t limit = limits::decode_memory_limit();
+  std::vector<Group> groups;
+  std::vector<std::int64_t> lengths;
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    lengths.push_back(tokens[i]);
+    if (lengths.size() > 1 && (lengths.size() > most_lines || decode_memory_bytes(ensemble, lengths, options) > limit)) {
+      groups.push_back({i + 1 - lengths.size(), i});  // the lines before this one
+      lengths.assign(1, tokens[i]);
+    }
+  }
+  if (!lengths.empty()) groups.push_back({tokens.size() - lengths.size(), tokens.size()});
+  return groups;
+}
+
+// Translates lines in batches of similar length (less padding), each batch
+// within the memory limit, and returns the n-best lists in input order.
+std::vector<std::vector<TextTranslation>> translate_lines(std::vector<LoadedModel>& models,
                                                           const std::vector<std::string>& lines,
+                                                          const std::vector<std::int64_t>& tokens,
                                                           const TranslateFlags& f, const DecodeOptions& options) {
   std::vector<std::size_t> order(lines.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return lines[a].size() < lines[b].size(); });
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return tokens[a] < tokens[b]; });
   std::vector<std::string> sorted;
-  sorted.reserve(lines.size());
-  for (std::size_t i : order) sorted.push_back(lines[i]);
-  std::vector<Seq2Seq*> ensemble;
-  for (LoadedModel& m : models) ensemble.push_back(m.model.get());
+  std::vector<std::int64_t> sorted_tokens;
+  for (std::size_t i : order) {
+    sorted.push_back(lines[i]);
+    sorted_tokens.push_back(tokens[i]);
+  }
+  const std::vector<Seq2Seq*> ensemble = ensemble_of(models);
   const LoadedModel& m = models.front();
-  std::vector<std::vector<TextTranslation>> out =
-      translate_text_n_best(ensemble, sorted, m.source_vocab, m.target_vocab, m.codecs, options, f.batch);
   std::vector<std::vector<TextTranslation>> in_order(lines.size());
-  for (std::size_t k = 0; k < order.size(); ++k) in_order[order[k]] = std::move(out[k]);
+  for (const Group& g : memory_groups(ensemble, sorted_tokens, options, static_cast<std::size_t>(f.batch))) {
+    const std::vector<std::string> batch(sorted.begin() + g.begin, sorted.begin() + g.end);
+    std::vector<std::vector<TextTranslation>> out = translate_text_n_best(
+        ensemble, batch, m.source_vocab, m.target_vocab, m.codecs, options, static_cast<std::int64_t>(batch.size()));
+    for (std::size_t k = 0; k < out.size(); ++k) in_order[order[g.begin + k]] = std::move(out[k]);
+  }
   return in_order;
 }
 
@@ -123,13 +155,18 @@ void run_translate(const TranslateFlags& f) {
   const UnkDictionary dictionary = f.unk_dict.empty() ? UnkDictionary() : UnkDictionary::load(f.unk_dict);
   const DecodeOptions options = f.decode.options();
 
-  // A file is read through once first, so that a bad line stops the command
-  // before anything is translated, and the progress bar knows the total.
+  // A file is read through once first, so that a bad line (or one too long
+  // to decode, checked_tokens) stops the command before anything is
+  // translated, and the progress bar knows the total.
+  const std::vector<Seq2Seq*> ensemble = ensemble_of(models);
+  const TextCodec& source = models.front().codecs.source;
   const bool from_file = !(f.input.empty() || f.input == "-");
   std::int64_t total = 0;
   if (from_file) {
     try {
-      total = count_checked_lines(f.input, "translate");
+      total = count_checked_lines(f.input, "translate", [&](const std::string& line, const std::string& where) {
+        checked_tokens("translate", ensemble, source, line, where, options);
+      });
     } catch (const Error& e) {
       fail("{}; nothing was translated", e.what());
     }
@@ -142,25 +179,37 @@ void run_translate(const TranslateFlags& f) {
   const auto start = std::chrono::steady_clock::now();
   auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   std::vector<std::string> lines;
+  std::vector<std::int64_t> tokens;
   std::int64_t done = 0;
   for (;;) {
     try {
       if (!reader.next(lines, kChunkLines, kChunkBytes)) break;
+      tokens.clear();
+      const std::int64_t first = reader.lines_read() - static_cast<std::int64_t>(lines.size()) + 1;
+      for (std::size_t i = 0; i < lines.size(); ++i)
+        tokens.push_back(checked_tokens("translate", ensemble, source, lines[i],
+                                        fmt::format("{}:{}", reader.name(), first + static_cast<std::int64_t>(i)), options));
     } catch (const Error& e) {
       // Standard input cannot be read twice: what came before the bad line is
       // already translated and written.
       if (done == 0) fail("{}; nothing was translated", e.what());
       fail("{}; the {} lines before it were translated", e.what(), done);
     }
-    std::vector<std::vector<TextTranslation>> out = translate_chunk(models, lines, f, options);
-    std::string text;
-    for (std::size_t i = 0; i < out.size(); ++i) {
-      if (f.replace_unk)
-        for (TextTranslation& t : out[i]) replace_unknown_words(t, dictionary, models.front().codecs.target);
-      text += format_output(out[i], done + static_cast<std::int64_t>(i), f);
+    // The chunk in groups of lines, in input order, whose translations (held
+    // until they are written) fit in the memory limit together.
+    for (const Group& g : memory_groups(ensemble, tokens, options, lines.size())) {
+      const std::vector<std::string> group(lines.begin() + g.begin, lines.begin() + g.end);
+      const std::vector<std::int64_t> group_tokens(tokens.begin() + g.begin, tokens.begin() + g.end);
+      std::vector<std::vector<TextTranslation>> out = translate_lines(models, group, group_tokens, f, options);
+      std::string text;
+      for (std::size_t i = 0; i < out.size(); ++i) {
+        if (f.replace_unk)
+          for (TextTranslation& t : out[i]) replace_unknown_words(t, dictionary, models.front().codecs.target);
+        text += format_output(out[i], done + static_cast<std::int64_t>(i), f);
+      }
+      write_stream(stdout, text, "standard output");
+      done += static_cast<std::int64_t>(out.size());
     }
-    write_stream(stdout, text, "standard output");
-    done += static_cast<std::int64_t>(out.size());
     if (!f.quiet && (terminal || seconds() >= 10.0))
       progress.update(static_cast<long>(done), fmt::format("{:.1f} sentences/s", done / std::max(seconds(), 1e-9)));
   }
@@ -183,6 +232,10 @@ void run_eval(const EvalFlags& f) {
   if (text.pairs.empty())
     fail("eval: {} has no usable 'source<TAB>target' lines ({} skipped): nothing to score", f.data, text.skipped);
   const DecodeOptions options = f.decode.options();
+  Seq2Seq* const ensemble[] = {m.model.get()};
+  for (std::size_t i = 0; i < text.pairs.size(); ++i)  // refused before any sentence is decoded
+    checked_tokens("eval", ensemble, m.codecs.source, text.pairs[i].source,
+                   fmt::format("{}: sentence pair {}", f.data, i + 1), options);
   BleuReport r = evaluate_bleu_by_length(*m.model, text.pairs, m.source_vocab, m.target_vocab, m.codecs, options);
   fmt::print("BLEU {:.2f}  ({} sentences, beam {})\n", r.overall.score, text.pairs.size(), f.decode.beam);
   fmt::print("{}\n\n", r.overall.signature);
@@ -203,7 +256,10 @@ void add_translate_command(CLI::App& app) {
       "each translated in batches sorted by length and written in input order, so memory stays bounded for any\n"
       "file; progress and sentences/s go to stderr. Every line of a FILE is checked before any is translated: a\n"
       "line that is not valid UTF-8, or longer than 65536 bytes, is an error naming it (FILE:LINE), and nothing is\n"
-      "translated. Standard input cannot be read twice: there the error says how many lines were translated.\n\n"
+      "translated. So is a line of more tokens than decoding can take within 2 GiB (or half the RAM if less): it\n"
+      "keeps an attention row over the source for each output token, so its need grows with the square of the\n"
+      "line's length; the message says how many tokens fit.\n"
+      "Standard input cannot be read twice: there the error says how many lines were translated.\n\n"
       "--explain-grad reads 'source<TAB>reference' lines and, for each, differentiates the loss of the reference\n"
       "(teacher forcing) at the attention weights: it prints the translation, the loss per token, then alpha and\n"
       "dL/dalpha side by side. '+' marks a weight the loss wants up (dL/dalpha < 0: the loss falls if it grows),\n"

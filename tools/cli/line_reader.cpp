@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include <fmt/format.h>
+
 #include "core/error.hpp"
 #include "core/io/file_io.hpp"
 #include "core/io/limits.hpp"
@@ -103,10 +105,14 @@ bool LineReader::next(std::vector<std::string>& lines, std::size_t max_lines, st
   return !lines.empty();
 }
 
-std::int64_t count_checked_lines(const std::string& path, const std::string& op) {
+std::int64_t count_checked_lines(const std::string& path, const std::string& op, const LineCheck& check) {
   LineReader reader(path, op);
   std::vector<std::string> lines;
   while (reader.next(lines, 4096, std::size_t{8} << 20)) {
+    if (!check) continue;
+    const std::int64_t first = reader.lines_read() - static_cast<std::int64_t>(lines.size()) + 1;
+    for (std::size_t i = 0; i < lines.size(); ++i)
+      check(lines[i], fmt::format("{}:{}", reader.name(), first + static_cast<std::int64_t>(i)));
   }
   return reader.lines_read();
 }

@@ -6,6 +6,7 @@
 // dropped. Errors name the input and the line: "translate: big.txt:7: ...".
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -41,7 +42,10 @@ class LineReader {
 };
 
 // Reads the whole input once and counts its lines, checking each: a file is
-// refused before anything is translated. Memory stays one line.
-std::int64_t count_checked_lines(const std::string& path, const std::string& op);
+// refused before anything is translated. Memory stays one chunk of lines.
+// `check`, when given, is called with each line and where it is ("FILE:LINE"),
+// and throws Error for a line the caller cannot take (translate: too many tokens).
+using LineCheck = std::function<void(const std::string& line, const std::string& where)>;
+std::int64_t count_checked_lines(const std::string& path, const std::string& op, const LineCheck& check = {});
 
 }  // namespace attend::tools

@@ -22,15 +22,27 @@
 using namespace attend;
 using namespace std::string_literals;
 
-TEST_CASE("D4: Shape refuses dimensions whose product overflows, zero dimensions included") {
+TEST_CASE("D4: Shape refuses dimensions whose product overflows; a zero dimension makes any shape empty") {
   const std::int64_t big = std::int64_t{1} << 62;
-  CHECK_THROWS_WITH_AS(Shape({big, big, 0}),
+  CHECK_THROWS_WITH_AS(Shape({big, big}),
                        "Shape: [4611686018427387904] with a dimension 4611686018427387904 added has more elements than "
                        "fit in 64 bits",
                        Error);
-  CHECK_THROWS_WITH_AS(Shape({0, big, 4}), "Shape: [0, 4611686018427387904] with a dimension 4 added has more elements "
+  CHECK_THROWS_WITH_AS(Shape({1, big, 4}), "Shape: [1, 4611686018427387904] with a dimension 4 added has more elements "
                                            "than fit in 64 bits",
                        Error);
+  // The zero dimension is looked at first, wherever it is: 0 elements, not an overflow.
+  CHECK(Shape({0, big, big}).numel() == 0);
+  CHECK(Shape({big, big, 0}).numel() == 0);
+  CHECK(Shape({0, big, 4}).numel() == 0);
+  CHECK(Shape({0, big, big}).count(1, 3) == 0);  // an extent past int64: only an empty shape has one
+  CHECK(Shape({0, big, 2}).count(0, 2) == 0);
+  CHECK(Shape({3, 0, 5}).count(0, 1) == 3);
+  CHECK(strides_of(Shape({0, big, big}))[2] == 1);
+  CHECK(strides_of(Shape({0, big, big}))[1] == big);
+  CHECK(strides_of(Shape({2, 3, 4}))[0] == 12);
+  // Dropping the empty axis leaves a product that does not fit: refused, not wrapped.
+  CHECK_THROWS_AS(Shape({0, big, big}).without(0), Error);
   CHECK(Shape({big, 0}).numel() == 0);  // the product of the others fits: an empty tensor
   CHECK(Shape({big, 1}).numel() == big);
   CHECK(Shape({3, 0, 5}).numel() == 0);

@@ -110,10 +110,10 @@ std::vector<Case> safetensors_cases() {
       {"a shape whose product overflows",
        safetensors(R"({"w": {"dtype": "F64", "shape": [4294967296, 4294967296, 2], "data_offsets": [0, 16]}})", data16),
        "tensor 'w' has shape [4294967296, 4294967296, 2] with too many elements"},
-      {"an overflowing shape with a zero dimension",
+      {"a shape that overflows before its zero dimension is reached",
        safetensors(R"({"w": {"dtype": "F32", "shape": [4611686018427387904, 4611686018427387904, 0],)"
-                   R"( "data_offsets": [0, 0]}})"),
-       "with too many elements"},
+                   R"( "data_offsets": [0, 4]}})", "1234"),
+       "tensor 'w' has data_offsets [0, 4] but F32 [4611686018427387904, 4611686018427387904, 0] needs 0 bytes"},
       {"offsets that do not match the shape",
        safetensors(R"({"w": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 12]}})", data16.substr(0, 12)),
        "tensor 'w' has data_offsets [0, 12] but F32 [2, 2] needs 16 bytes"},

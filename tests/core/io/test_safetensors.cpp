@@ -197,6 +197,22 @@ TEST_CASE("tests/data/interop.safetensors, written by torch (make_interop.py), l
   CHECK(cube.at({1, 0, 2}) == 14 - 11.5);
 }
 
+TEST_CASE("a zero dimension makes an empty tensor, however large the other dimensions") {
+  TempDir tmp;
+  const std::string path = tmp.file("empty.safetensors");
+  for (const std::string shape : {"[0, 4611686018427387904, 4611686018427387904]", "[4611686018427387904, 4611686018427387904, 0]",
+                                  "[9223372036854775807, 0, 9223372036854775807]"}) {
+    CAPTURE(shape);
+    write_raw(path, file_bytes(R"({"w": {"dtype": "F32", "shape": )" + shape + R"(, "data_offsets": [0, 0]}})"));
+    const SafetensorsFile f = load_safetensors(path);
+    const Tensor& w = f.tensors.at("w");
+    CHECK(w.numel() == 0);
+    CHECK(w.shape().str() == fmt::format("[{}]", shape.substr(1, shape.size() - 2)));
+    save_safetensors(path, f.tensors);  // and it saves back as it came
+    CHECK(load_safetensors(path).tensors.at("w").shape() == w.shape());
+  }
+}
+
 TEST_CASE("files that are too short or whose header length is wrong are rejected") {
   TempDir tmp;
   CHECK(load_error(tmp, "") == expected(tmp, "the file has 0 bytes, too few for the 8-byte header length"));

@@ -8,6 +8,8 @@
 
 #include "autograd/grad_mode.hpp"
 #include "core/error.hpp"
+#include "core/io/limits.hpp"
+#include "decoding_oracle.hpp"
 #include "models/decode/decoding.hpp"
 #include "models/decode/ensemble.hpp"
 #include "models/seq2seq.hpp"
@@ -157,4 +159,45 @@ TEST_CASE("a float32 step without logits: the best token and its log p as with t
   CHECK(c.logits_stored);
   c.exclude(0, Vocabulary::kEos);
   CHECK(c.best_token(0) >= 0);
+}
+
+TEST_CASE("a source too long to decode within limits::kMaxDecodeBytes is refused before any work, saying what fits") {
+  using attend::testing::small_model;
+  using attend::testing::sources;
+  std::unique_ptr<Seq2Seq> attending = small_model(5, AttentionKind::Dot);
+  std::unique_ptr<Seq2Seq> plain = small_model(5, AttentionKind::None);
+  Seq2Seq* const models[] = {attending.get()};
+  for (std::int64_t beam : {1, 4}) {
+    CAPTURE(beam);
+    DecodeOptions o;
+    o.beam = beam;
+    // The attention rows grow with the square of the length: 8 T S bytes for each row kept.
+    const std::int64_t S = 1000, T = 1505;
+    const std::int64_t one[] = {S};
+    const std::uint64_t kept = beam == 1 ? 2 : 2 * 4 + 1;
+    CHECK(decode_memory_bytes(models, one, o) >= kept * 8 * T * S);
+    CHECK(decode_memory_bytes(models, one, o) < kept * 8 * T * S + 2'000'000);  // the encoder's part is small here
+    // The longest source that fits is the limit's, and one token more does not fit.
+    const std::uint64_t limit = limits::decode_memory_limit();
+    const std::int64_t fits = max_decodable_source(models, o, limit);
+    REQUIRE(fits > 100);
+    const std::int64_t at[] = {fits}, past[] = {fits + 1};
+    CHECK(decode_memory_bytes(models, at, o) <= limit);
+    CHECK(decode_memory_bytes(models, past, o) > limit);
+    CHECK_NOTHROW(check_decode_memory(models, fits, o));
+    CHECK_THROWS_WITH_AS(check_decode_memory(models, fits + 1, o),
+                         doctest::Contains(fmt::format("decode: a source of {} tokens would take about", fits + 1).c_str()), Error);
+    // A batch is refused before its encoder runs: a 32768-token source (what a
+    // 65536-byte line of one-letter words makes) was decoded for half a minute,
+    // then ran out of memory.
+    const Batch batch = sources({{4, 5}, std::vector<std::int64_t>(32768, 4)});
+    CHECK_THROWS_WITH_AS(decode_n_best(models, batch, o),
+                         doctest::Contains("decode: a source of 32768 tokens would take about"), Error);
+    CHECK_THROWS_WITH_AS(decode_n_best(models, batch, o),
+                         doctest::Contains(fmt::format("sources of at most {} tokens fit", fits).c_str()), Error);
+  }
+  // Without attention the need grows with the length alone: a long source fits.
+  Seq2Seq* const none[] = {plain.get()};
+  const std::int64_t long_source[] = {32768};
+  CHECK(decode_memory_bytes(none, long_source, DecodeOptions{}) < limits::decode_memory_limit());
 }

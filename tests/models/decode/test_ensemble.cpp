@@ -13,6 +13,7 @@
 #include "decoding_oracle.hpp"
 #include "models/decode/decoding.hpp"
 #include "models/decode/ensemble.hpp"
+#include "models/model_dir.hpp"
 #include "models/seq2seq.hpp"
 
 using namespace attend;
@@ -261,4 +262,76 @@ TEST_CASE("ensembles of mismatched models, of none, or of too many are refused")
                        Error);
   many.pop_back();
   CHECK(decode_n_best(many, batch, DecodeOptions{}).size() == 1);
+}
+
+namespace {
+
+// A model directory's description, in memory (no weights: check_ensemble reads none).
+LoadedModel described(std::vector<std::string> target_words, TextCodecs codecs = TextCodecs::words()) {
+  const auto vocab = [](std::vector<std::string> words) {
+    std::vector<std::string> tokens = {"<pad>", "<unk>", "<s>", "</s>"};
+    tokens.insert(tokens.end(), words.begin(), words.end());
+    return Vocabulary::from_tokens(tokens);
+  };
+  LoadedModel m;
+  m.source_vocab = vocab({"the", "black", "cat"});
+  m.target_vocab = vocab(std::move(target_words));
+  m.codecs = std::move(codecs);
+  return m;
+}
+
+std::string ensemble_error(const std::vector<LoadedModel>& models) {
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < models.size(); ++i) names.push_back(fmt::format("m{}", i + 1));
+  try {
+    check_ensemble(models, names);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("an ensemble of model directories must share the target side, naming the first difference") {
+  const std::string why = "; an ensemble's models must share their target side and read the source alike";
+  std::vector<LoadedModel> models;
+  models.push_back(described({"le", "chat", "noir"}));
+  models.push_back(described({"le", "chat", "noir"}));
+  CHECK(ensemble_error(models).empty());
+  models.push_back(described({"le", "chat", "noir", "blanc"}));
+  CHECK(ensemble_error(models) == "ensemble: m3: target.vocab has 8 tokens, m1's has 7" + why);
+  models.back() = described({"le", "chien", "noir"});
+  CHECK(ensemble_error(models) == "ensemble: m3: target.vocab line 6 (token 5) is 'chien', m1's is 'chat'" + why);
+  // The same vocabularies, read by other SentencePiece models.
+  std::vector<std::string> text;
+  for (int i = 0; i < 40; ++i) text.push_back(fmt::format("le chat noir {} dort sous la table {}", i % 7, i % 5));
+  SubwordTrainOptions o;
+  o.vocab_size = 30;
+  o.character_coverage = 1.0;
+  auto unigram = std::make_shared<const SubwordModel>(SubwordModel::train(text, o));
+  o.type = "bpe";
+  auto bpe = std::make_shared<const SubwordModel>(SubwordModel::train(text, o));
+  REQUIRE(unigram->bytes() != bpe->bytes());
+  models.back() = described({"le", "chat", "noir"}, {TextCodec(unigram, {}), TextCodec(unigram, {})});
+  CHECK(ensemble_error(models) == "ensemble: m3: the target side is read as SentencePiece pieces, m1's as words" + why);
+  models.front() = described({"le", "chat", "noir"}, {TextCodec(unigram, {}), TextCodec(unigram, {})});
+  models[1] = described({"le", "chat", "noir"}, {TextCodec(unigram, {}), TextCodec(unigram, {})});
+  CHECK(ensemble_error(models).empty());
+  models.back() = described({"le", "chat", "noir"}, {TextCodec(unigram, {}), TextCodec(bpe, {})});
+  CHECK(ensemble_error(models) == "ensemble: m3: the target side is read by another SentencePiece model than m1's" + why);
+  // The source side, and the tokenizer options that read it.
+  models.back() = described({"le", "chat", "noir"}, {TextCodec(bpe, {}), TextCodec(unigram, {})});
+  CHECK(ensemble_error(models) == "ensemble: m3: the source side is read by another SentencePiece model than m1's" + why);
+  TokenizerOptions lower;
+  lower.lowercase = true;
+  models.back() = described({"le", "chat", "noir"}, {TextCodec(unigram, lower), TextCodec(unigram, {})});
+  CHECK(ensemble_error(models) == "ensemble: m3: tokenizer.lowercase is true, m1's is false" + why);
+  // averaging compares the same way (tests/models/train/test_average.cpp)
+  CHECK(side_difference(ModelSide::Target, described({"a"}), described({"b"}), "the first input") ==
+        "target.vocab line 5 (token 4) is 'b', the first input's is 'a'");
+  CHECK(ensemble_error({}) == "ensemble: no model to decode with");
+  CHECK(ensemble_error(std::vector<LoadedModel>(static_cast<std::size_t>(limits::kMaxEnsemble) + 1)) ==
+        fmt::format("ensemble: {} models, at most {} (limits::kMaxEnsemble, core/io/limits.hpp)",
+                    limits::kMaxEnsemble + 1, limits::kMaxEnsemble));
 }

@@ -156,7 +156,7 @@ TEST_CASE("mismatched inputs are refused, naming the first difference, and nothi
   ModelSpec renamed;
   renamed.target = vocab({"le", "chien", "noir"});
   CHECK_THROWS_WITH_AS(average_model_dirs({a, write_model(s, "renamed", renamed)}, out),
-                       fmt::format("attend average: {}: target.vocab line 6 is 'chien', the first input's is 'chat'",
+                       fmt::format("attend average: {}: target.vocab line 6 (token 5) is 'chien', the first input's is 'chat'",
                                    s.path("renamed"))
                            .c_str(),
                        Error);

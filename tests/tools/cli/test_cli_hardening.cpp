@@ -133,6 +133,42 @@ TEST_CASE("D3: a line too long for translate or eval is refused, naming the line
   CHECK(contains(r.out, "(1 sentences, beam 1)"));
 }
 
+TEST_CASE("issue 40: a line within the byte limit but too many tokens to decode is refused at once, naming the line") {
+  Scratch s;
+  const std::string model = write_model(s, "m");
+  // 65536 bytes, 32768 one-letter words: it was decoded for 30-40 s, then ran
+  // out of memory (an attention row over 32768 source tokens for each of up to
+  // 49157 output tokens). It is refused after tokenizing, before any decoding
+  // (the child's alarm is 20 s; the refusal takes well under a second).
+  std::string line;
+  while (line.size() < static_cast<std::size_t>(limits::kMaxLineBytes) - 1) line += "a ";
+  line.resize(static_cast<std::size_t>(limits::kMaxLineBytes) - 1);
+  line += "b";
+  REQUIRE(line.size() == static_cast<std::size_t>(limits::kMaxLineBytes));
+  const std::string file = s.write("many.txt", "the cat\n" + line + "\n");
+  Result r = attend_cli(s, {"translate", "--model", model, file}, "", 20);
+  check_error(r, "translate: " + file + ":2: a source of 32768 tokens would take about ");
+  CHECK_MESSAGE(contains(r.err, "more than the limit of"), r.err);
+  CHECK_MESSAGE(contains(r.err, "(limits::kMaxDecodeBytes, core/io/limits.hpp); sources of at most "), r.err);
+  CHECK_MESSAGE(contains(r.err, " tokens fit; split the sentence; nothing was translated"), r.err);
+  CHECK(r.out.empty());
+  // On standard input the line's chunk is checked before any of it is translated.
+  r = attend_cli(s, {"translate", "--model", model, "--beam", "4"}, "the cat\n" + line + "\n", 20);
+  check_error(r, "translate: <stdin>:2: a source of 32768 tokens would take about ");
+  CHECK_MESSAGE(contains(r.err, "(beam 4: up to 49157 output tokens, each with an attention row over the source)"), r.err);
+  CHECK_MESSAGE(contains(r.err, "; nothing was translated"), r.err);
+  CHECK(r.out.empty());
+  // eval checks every pair's source before it decodes any.
+  const std::string tsv = s.write("many.tsv", "the cat\tle chat\n" + line.substr(0, 60000) + "\tx\n");
+  r = attend_cli(s, {"eval", "--model", model, "--data", tsv}, "", 20);
+  check_error(r, "eval: " + tsv + ": sentence pair 2: a source of 30000 tokens would take about ");
+  CHECK(r.out.empty());
+  // A line of ordinary length still translates.
+  r = attend_cli(s, {"translate", "--model", model, "--quiet"}, "the cat\n", 20);
+  CHECK_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(!r.out.empty());
+}
+
 TEST_CASE("D3: data gettext refuses catalogs whose entries share one string") {
   Scratch s;
   fs::create_directories(s.dir / "locale" / "fr" / "LC_MESSAGES");
@@ -172,6 +208,27 @@ TEST_CASE("D8: limits on time, steps, layers and threads are flags' errors") {
               "--threads: 1000000 is not an integer in 1..256 (the limit is in core/io/limits.hpp)");
   check_error(attend_cli(s, {"bench", "--threads", "1000000"}), "--threads: 1000000 is not an integer in 1..256");
   check_error(attend_cli(s, {"translate", "--threads", "0"}), "--threads: 0 is not an integer in 1..256");
+}
+
+TEST_CASE("issue 40: a --seed outside the generator's 0..2^64-1 is refused by every command, never wrapped") {
+  Scratch s;
+  const std::string range = "is not an integer in 0..18446744073709551615 (the generator's seed is 64 bits)";
+  const std::string huge = "1000000000000000000000000000000";  // 10^30
+  const std::vector<std::vector<std::string>> commands = {{"explain"}, {"train", "--toy"}, {"data", "toy"}, {"bench"},
+                                                          {"experiment"}};
+  for (const std::vector<std::string>& command : commands) {
+    CAPTURE(command.front());
+    for (const std::string& seed : {huge, std::string("18446744073709551616"), std::string("-1"), std::string("1e3")}) {
+      std::vector<std::string> args = command;
+      args.insert(args.end(), {"--seed", seed});
+      check_error(attend_cli(s, args), "--seed: " + seed + " " + range);
+    }
+  }
+  check_error(attend_cli(s, {"train", "--toy", "--data-seed", huge}), "--data-seed: " + huge + " " + range);
+  // The largest seed is the generator's own, and explain runs with it.
+  const Result r = attend_cli(s, {"explain", "--seed", "18446744073709551615"});
+  CHECK_MESSAGE(r.exit_code == 0, r.err);
+  CHECK_FALSE(r.out.empty());
 }
 
 TEST_CASE("D8: inspect refuses a FIFO instead of waiting for a writer") {

@@ -153,13 +153,76 @@ TEST_CASE("an ensemble of a model with itself translates as the model does; othe
   std::filesystem::copy(dir + "/m", dir + "/renamed", std::filesystem::copy_options::recursive);
   std::filesystem::copy_file(dir + "/other.vocab", dir + "/renamed/target.vocab",
                              std::filesystem::copy_options::overwrite_existing);
+  const std::vector<std::string> tokens = lines_of(vocab);
   CHECK_THROWS_WITH_AS(
       run_translate({"--model", dir + "/m", "--model", dir + "/renamed", dir + "/in.txt"}),
-      fmt::format("translate: the models of an ensemble must share their target vocabulary: {0}/m has {1} target "
-                  "tokens, {0}/renamed has {1} (the same number, not the same tokens)",
-                  dir, lines_of(vocab).size())
+      fmt::format("translate: {0}/renamed: target.vocab line {1} (token {2}) is 'zzz-renamed', {0}/m's is '{3}'; an "
+                  "ensemble's models must share their target side and read the source alike",
+                  dir, tokens.size(), tokens.size() - 1, tokens.back())
           .c_str(),
       Error);
+  // a target vocabulary of one token more (and a model made for it)
+  const LoadedModel m = load_model_dir(dir + "/m");
+  Seq2SeqConfig bigger = m.config;
+  bigger.target_vocab += 1;
+  Generator init(7);
+  Seq2Seq model(bigger, init);
+  std::vector<std::string> more = tokens;
+  more.push_back("zzz-added");
+  save_model_description(dir + "/bigger", bigger, m.source_vocab, Vocabulary::from_tokens(more), TokenizerOptions{});
+  nn::save(model, path_in(dir + "/bigger", "model.safetensors"));
+  CHECK_THROWS_WITH_AS(run_translate({"--model", dir + "/m", "--model", dir + "/bigger", dir + "/in.txt"}),
+                       doctest::Contains(fmt::format("translate: {0}/bigger: target.vocab has {1} tokens, {0}/m's has {2};",
+                                                     dir, tokens.size() + 1, tokens.size())
+                                             .c_str()),
+                       Error);
+}
+
+TEST_CASE("an ensemble whose target sides are read by other SentencePiece models is refused, not decoded into garbage") {
+  const Scratch scratch("attend-test-translate-ensemble-subword");
+  const std::string dir = scratch.dir.string();
+  write_file_atomic(dir + "/in.txt", kSources);
+  std::vector<std::string> text;
+  ToyCorpusOptions o;
+  o.n = 80;
+  o.max_len = 10;
+  for (const ToySentence& s : toy_corpus(o)) text.push_back(fmt::format("{} {}", fmt::join(s.source, " "), fmt::join(s.target, " ")));
+  SubwordTrainOptions options;
+  options.vocab_size = 60;
+  options.character_coverage = 1.0;
+  auto unigram = std::make_shared<const SubwordModel>(SubwordModel::train(text, options));
+  options.type = "bpe";
+  auto bpe = std::make_shared<const SubwordModel>(SubwordModel::train(text, options));
+  // Two models of the same vocabularies and weights: a joint subword model, and
+  // one whose target side is read by another model.
+  for (const auto& [name, target] : {std::pair{"/joint", unigram}, std::pair{"/other", bpe}}) {
+    write_model(dir + name, AttentionKind::Dot);
+    const LoadedModel m = load_model_dir(dir + name);
+    save_model_description(dir + name, m.config, m.source_vocab, m.target_vocab,
+                           TextCodecs{TextCodec(unigram, {}), TextCodec(target, {})});
+  }
+  CHECK(lines_of(run_translate({"--model", dir + "/joint", "--model", dir + "/joint", "--quiet", dir + "/in.txt"})).size() ==
+        lines_of(kSources).size());
+  CHECK_THROWS_WITH_AS(
+      run_translate({"--model", dir + "/joint", "--model", dir + "/other", dir + "/in.txt"}),
+      fmt::format("translate: {0}/other: the target side is read by another SentencePiece model than {0}/joint's; an "
+                  "ensemble's models must share their target side and read the source alike",
+                  dir)
+          .c_str(),
+      Error);
+  // A line of pieces within the byte limit, too many to decode (issue 40): refused
+  // once the subword model has cut it, before any decoding.
+  std::string line;
+  while (line.size() < static_cast<std::size_t>(limits::kMaxLineBytes)) line += text[line.size() % text.size()] + " ";
+  line.resize(line.rfind(' ', static_cast<std::size_t>(limits::kMaxLineBytes) - 1));  // whole words, within the limit
+  write_file_atomic(dir + "/long.txt", "the cat\n" + line + "\n");
+  const std::int64_t pieces = static_cast<std::int64_t>(unigram->encode(line).size());
+  REQUIRE(pieces > 12000);
+  CHECK_THROWS_WITH_AS(run_translate({"--model", dir + "/joint", dir + "/long.txt"}),
+                       doctest::Contains(fmt::format("translate: {}/long.txt:2: a source of {} tokens would take about",
+                                                     dir, pieces)
+                                             .c_str()),
+                       Error);
 }
 
 TEST_CASE("a large input is translated chunk by chunk, in batches sorted by length, and written in input order") {
