@@ -8,7 +8,7 @@
 # variable ONEDNN_MAX_CPU_ISA=AVX2 caps it). attend's layer runs its products by
 # the weights on its own packed kernel, at the CPU's widest vectors too, and the
 # weight gradients' on OpenBLAS, with the kernels its "kernels" line names.
-# Usage, from the repository root (about a minute on an idle 2-vCPU machine):
+# Usage, from the repository root (about a minute on an idle machine):
 #   bench/compare_lstm_onednn.sh
 set -euo pipefail
 program="${BENCH_LSTM_ONEDNN:-build/release/bench/bench_lstm_onednn}"
