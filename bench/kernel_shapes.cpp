@@ -8,8 +8,8 @@
 //     and 8 x 2.
 // Each shape is timed in 9 rounds; in a round every block shape runs once (41
 // products, or 5 for the largest), and its median counts; printed: the median of
-// the rounds and their range, GFLOP/s. The README's block-shape table comes from
-// this program.
+// the rounds and their range, GFLOP/s. A goals run (bench/goals.sh) keeps its
+// output in the run's results file; docs/kernels.md says why attend's shapes.
 // It instantiates the kernels' templates itself, which only core/kernels/packed_gemm*.cpp
 // do otherwise: the block shapes it compares are not all compiled into attend.
 // Needs g++ on x86-64 and a CPU with AVX-512; elsewhere it says so and exits 0.
