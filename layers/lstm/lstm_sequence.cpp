@@ -107,7 +107,7 @@ LSTMSequenceOutput lstm_sequence(const Tensor& x, const LSTMState& initial, cons
     // The recurrent product runs T times with the same W_hh. float32 multiplies
     // by W_hh packed once here (core/kernels/packed_gemm.hpp: OpenBLAS would pack it at
     // every step). float64 small batches multiply by a transposed copy: OpenBLAS
-    // is ~1.7x faster on plain than on transposed operands for them (see
+    // is faster on plain than on transposed operands for them (see
     // LSTMWeights::weight_hh_t).
     constexpr bool packed = std::is_same_v<F, float>;
     blas::PackedMatrix w_hh_packed;
@@ -117,8 +117,9 @@ LSTMSequenceOutput lstm_sequence(const Tensor& x, const LSTMState& initial, cons
     const F* w_hh = small ? w_hh_t.data<F>() : w.weight_hh.data<F>();
 
     // a = x @ W_ih^T   (B*T, 4H): the input's share of every step's gates, one GEMM
-    // (float32 packed too: the kernel runs ~2x OpenBLAS's rate where it has AVX-512
-    // and OpenBLAS does not use it, and ~0.95x where both run AVX2)
+    // (float32 packed too: where the kernel has AVX-512 and OpenBLAS does not use
+    // it, its vectors are twice as wide; where both run AVX2 the two are about
+    // level; bench_packed times this shape)
     if constexpr (packed)
       blas::gemm_packed(B * T, x.data<F>(), I, blas::PackedMatrix(w.weight_ih.data<F>(), G, I, I), F(0), a, G);
     else
@@ -202,7 +203,7 @@ LSTMSequenceOutput lstm_sequence(const Tensor& x, const LSTMState& initial, cons
                for (std::int64_t b = 0; b < B; ++b) {
                  const std::int64_t row = b * T + t;
                  // The rows two ahead are asked for: a row's values are T rows apart
-                 // from the next's and come from L3 (gate loop ~1.0 -> ~0.86 ms a backward)
+                 // from the next's and come from L3 (bench_lstm times the backward)
                  if (b + 2 < B) {
                    const std::int64_t ahead = row + 2 * T;
                    prefetch_run(a + ahead * G, G);
