@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034  # sourced: what it sets is for the scripts
 # Shared helpers of the bench/*.sh scripts, sourced by each of them:
 #   source "$(dirname "$0")/lib.sh"
 # It sets the paths of the programs compared (ATTEND, TORCH_PYTHON override
@@ -98,12 +99,12 @@ cpu_slug() {
 # The instruction-set flags that decide which kernels run (attend's and
 # OpenBLAS's), in this order.
 cpu_flags() {
-  local have f out=()
+  local have f found=()
   have=" $(cpuinfo_field flags) "
   for f in sse4_2 avx fma avx2 avx512f avx512dq avx512bw avx512vl avx512_bf16 avx512_vnni; do
-    [[ $have == *" $f "* ]] && out+=("$f")
+    [[ $have == *" $f "* ]] && found+=("$f")
   done
-  echo "${out[*]:-none of sse4_2 avx fma avx2 avx512*}"
+  echo "${found[*]:-none of sse4_2 avx fma avx2 avx512*}"
 }
 
 # results_commit: the short hash of HEAD, with -dirty when the tree has changes
