@@ -5,9 +5,8 @@ torch.set_num_threads sets PyTorch's own (OpenMP) pool only. Debian's
 python3-torch does its matrix products in the system BLAS, OpenBLAS, whose
 thread pool is separate and starts as wide as the machine: without the
 openblas_set_num_threads call below, a "1 thread" PyTorch run does its GEMMs on
-every core, and a one-thread comparison flatters PyTorch (bench_matmul's sgemm
-line against a PyTorch matmul of the same size shows it). attend's --threads
-sets OpenBLAS's pool, its only one.
+every core, which flatters PyTorch in a one-thread comparison. attend's
+--threads sets OpenBLAS's pool, its only one.
 """
 import ctypes
 
