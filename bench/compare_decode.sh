@@ -21,6 +21,7 @@
 #     --vocab 1000 --attention additive --threads 1 --decode-runs 10
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
+require_program "$attend_bin" attend_cli
 rounds="${ROUNDS:-5}"
 # tokens/s of the line that starts with $1 ("greedy" or "beam").
 rate() { awk -v what="$1" '$1 == what {for (i = 1; i < NF; ++i) if ($(i + 1) == "tokens/s") print $i}' <<<"$2"; }

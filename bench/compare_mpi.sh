@@ -21,6 +21,7 @@
 #   bench/compare_mpi.sh S          # one config
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
+require_program "$attend_bin" attend_cli
 attend="$attend_bin"
 mpiexec="${MPIEXEC:-mpirun}"
 rounds="${ROUNDS:-3}"

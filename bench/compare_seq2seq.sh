@@ -34,6 +34,7 @@
 # with --warmup 5 the timed steps are steady, see the page-fault line)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
+require_program "$attend_bin" attend_cli
 rounds="${ROUNDS:-5}"
 read -r -a torch_flags <<<"${TORCH_FLAGS:-}"
 attend_args=("$@") twin_steps=20  # 20: both sides' default --steps

@@ -13,6 +13,8 @@
 #   LOGS=/tmp/goals RESULTS=/tmp/results bench/goals.sh
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
+require_program "$attend_bin" attend_cli
+require_program build/release/bench/bench_kernel_shapes bench_kernel_shapes
 logs="${LOGS:-bench-logs}"
 results="${RESULTS:-bench/results}"
 mkdir -p "$logs"

@@ -74,6 +74,16 @@ same_kernels() {
   fi
 }
 
+# require_program PATH TARGET [HINT]: stops the script, saying how to build it,
+# unless PATH is an executable program (the CMake target TARGET of the release
+# preset); HINT, if given, is printed first (a package to install, say).
+require_program() {
+  [[ -x $1 ]] && return 0
+  echo "$(basename "$0"): $1 is missing:${3:+ $3, then}" >&2
+  echo "  cmake --preset release && cmake --build --preset release --target $2" >&2
+  exit 1
+}
+
 # make_scratch: sets `scratch` to a new temporary directory, removed when the
 # script exits.
 make_scratch() {

@@ -11,6 +11,7 @@
 #   MODEL=toy-model N=10000 ROUNDS=3 THREADS=1 bench/time_translate.sh
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
+require_program "$attend_bin" attend_cli
 attend_bin="$(realpath "$attend_bin")"
 rounds="${ROUNDS:-3}" n="${N:-10000}" threads="${THREADS:-1}"
 make_scratch

@@ -10,6 +10,7 @@
 #   STEPS=600 bench/toy_memory.sh --threads 1    (extra flags go to attend train)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
+require_program "$attend_bin" attend_cli
 steps="${STEPS:-300}"
 make_scratch
 for s in $((steps / 3)) "$steps"; do
