@@ -13,16 +13,15 @@
 # across rounds), and the rate the matrix
 # products alone would allow at the sgemm rate (attend bench's floor line),
 # the most that any implementation doing them could reach here.
-# At --threads 1 both sides run on the same vCPU (bench/one_cpu.sh says why;
-# CPU=N picks it, CPU= pins nothing).
-# Usage, from the repository root (S: ~1 minute, M: ~3 minutes on an idle machine):
-#   S="--embed 32 --hidden 64 --batch 16 --src-len 20 --tgt-len 20 --vocab 1000 --attention additive"
-#   M="--embed 128 --hidden 256 --batch 64 --src-len 30 --tgt-len 30 --vocab 8000 --attention additive"
-#   bench/compare_decode.sh $S --threads 1 --decode-runs 10
-#   ROUNDS=3 bench/compare_decode.sh $M --threads 1 --decode-runs 3
+# At --threads 1 both sides run on the same vCPU (one_cpu in bench/lib.sh says
+# why; CPU=N picks it, CPU= pins nothing).
+# Usage, from the repository root, with the flags of config S or M (bench/lib.sh;
+# bench/goals.sh runs both):
+#   bench/compare_decode.sh --embed 32 --hidden 64 --batch 16 --src-len 20 --tgt-len 20 \
+#     --vocab 1000 --attention additive --threads 1 --decode-runs 10
 set -euo pipefail
-attend_bin="${ATTEND:-build/release/tools/attend}"
-python="${TORCH_PYTHON:-/usr/bin/python3}"
+source "$(dirname "$0")/lib.sh"
+require_program "$attend_bin" attend_cli
 rounds="${ROUNDS:-5}"
 # tokens/s of the line that starts with $1 ("greedy" or "beam").
 rate() { awk -v what="$1" '$1 == what {for (i = 1; i < NF; ++i) if ($(i + 1) == "tokens/s") print $i}' <<<"$2"; }
@@ -33,8 +32,6 @@ floor_rate() {
   tokens="$(sed -n 's/^greedy .*(\([0-9]*\) sentences x \([0-9]*\) tokens)$/\1 \2/p' <<<"$2")"
   awk -v ms="$ms" -v t="$tokens" 'BEGIN {split(t, x, " "); printf "%.0f", x[1] * x[2] / (ms / 1e3)}'
 }
-source "$(dirname "$0")/same_kernels.sh"  # same_kernels ATTEND_OUTPUT TWIN_OUTPUT
-source "$(dirname "$0")/one_cpu.sh"       # one_cpu FLAGS: sets pin
 one_cpu "$@"
 a_greedy=() t_greedy=() a_beam=() t_beam=() f_greedy=() f_beam=() r_greedy=() r_beam=() a_scored=() r_scored=()
 for ((r = 1; r <= rounds; ++r)); do
@@ -47,14 +44,10 @@ for ((r = 1; r <= rounds; ++r)); do
   a_scored+=("$(rate greedy+score "$a")")  # attend's greedy with every token's log p, against the same twin
   f_greedy+=("$(floor_rate greedy "$a")")
   if [[ -n "${a_beam[-1]}" ]]; then f_beam+=("$(floor_rate "beam K=[0-9]*" "$a")"); fi
-  r_greedy+=("$(awk -v a="${a_greedy[-1]}" -v t="${t_greedy[-1]}" 'BEGIN {printf "%.2f", a / t}')")
-  r_scored+=("$(awk -v a="${a_scored[-1]}" -v t="${t_greedy[-1]}" 'BEGIN {printf "%.2f", a / t}')")
-  if [[ -n "${a_beam[-1]}" ]]; then
-    r_beam+=("$(awk -v a="${a_beam[-1]}" -v t="${t_beam[-1]}" 'BEGIN {printf "%.2f", a / t}')")
-  fi
+  r_greedy+=("$(ratio "${a_greedy[-1]}" "${t_greedy[-1]}")")
+  r_scored+=("$(ratio "${a_scored[-1]}" "${t_greedy[-1]}")")
+  if [[ -n "${a_beam[-1]}" ]]; then r_beam+=("$(ratio "${a_beam[-1]}" "${t_beam[-1]}")"); fi
 done
-# The median, min and max of a list of numbers, one a line.
-summary() { sort -g | awk '{v[NR] = $1} END {m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; print m, v[1], v[NR]}'; }
 report() {  # what, then attend's, pytorch's, the floor's and the rounds' speed-ups as four quoted lists
   local am amin amax tm tmin tmax fm fmin fmax rm rmin rmax
   read -r am amin amax < <(printf '%s\n' $2 | summary)

@@ -8,13 +8,10 @@
 # variable ONEDNN_MAX_CPU_ISA=AVX2 caps it). attend's layer runs its products by
 # the weights on its own packed kernel, at the CPU's widest vectors too, and the
 # weight gradients' on OpenBLAS, with the kernels its "kernels" line names.
-# Usage, from the repository root (about a minute on an idle 2-vCPU machine):
+# Usage, from the repository root (about a minute on an idle machine):
 #   bench/compare_lstm_onednn.sh
 set -euo pipefail
+source "$(dirname "$0")/lib.sh"
 program="${BENCH_LSTM_ONEDNN:-build/release/bench/bench_lstm_onednn}"
-if [[ ! -x "$program" ]]; then
-  echo "compare_lstm_onednn: $program is missing: apt-get install libdnnl-dev, then" >&2
-  echo "  cmake --preset release && cmake --build --preset release --target bench_lstm_onednn" >&2
-  exit 1
-fi
+require_program "$program" bench_lstm_onednn "apt-get install libdnnl-dev"
 OMP_NUM_THREADS=1 "$program" "${ROUNDS:-7}"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Training throughput of `attend train` at the README's configs S and M (see
-# Performance and bench/compare_seq2seq.sh) in three set-ups on one machine:
+# Training throughput of `attend train` at the configs S and M (bench/lib.sh)
+# in three set-ups on one machine, to tell whether data-parallel processes beat
+# BLAS threads at the same global batch:
 #   1 process  x 1 BLAS thread      attend train --threads 1
 #   1 process  x 2 BLAS threads     attend train --threads 2
 #   2 processes x 1 BLAS thread     mpirun -np 2 attend train --threads 1 (data-parallel)
@@ -19,20 +20,29 @@
 #   bench/compare_mpi.sh            # S and M
 #   bench/compare_mpi.sh S          # one config
 set -euo pipefail
-attend="${ATTEND:-build/release/tools/attend}"
+source "$(dirname "$0")/lib.sh"
+require_program "$attend_bin" attend_cli
+attend="$attend_bin"
 mpiexec="${MPIEXEC:-mpirun}"
 rounds="${ROUNDS:-3}"
 configs=("${@:-S M}")
 read -r -a configs <<<"${configs[*]}"
 # Open MPI refuses root without these (a container's usual user).
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+make_scratch
+work="$scratch"
 
-# name: embed hidden batch src_words tgt_words vocab steps1 steps2
+# name: embed hidden batch src_words tgt_words vocab steps1 steps2, from S and
+# M of bench/lib.sh: the target side has tgt-len - 1 words, </s> being the last token.
+config_spec() {  # config_spec FLAGS... STEPS1 STEPS2
+  local steps2="${*: -1}" steps1="${*: -2:1}" flags=("${@:1:$#-2}")
+  echo "$(flag_value --embed "${flags[@]}") $(flag_value --hidden "${flags[@]}") $(flag_value --batch "${flags[@]}")" \
+    "$(flag_value --src-len "${flags[@]}") $(($(flag_value --tgt-len "${flags[@]}") - 1))" \
+    "$(flag_value --vocab "${flags[@]}") $steps1 $steps2"
+}
 declare -A spec=(
-  [S]="32 64 16 20 19 1000 20 220"
-  [M]="128 256 64 30 29 8000 2 8"
+  [S]="$(config_spec "${S[@]}" 20 220)"
+  [M]="$(config_spec "${M[@]}" 2 8)"
 )
 
 # Random pairs of exactly src and tgt words from a vocabulary of v words.
@@ -71,8 +81,6 @@ run_seconds() {
   t1="$(date +%s.%N)"
   awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}'
 }
-
-median() { sort -g | awk '{v[NR] = $1} END {print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
 for config in "${configs[@]}"; do
   [[ -n "${spec[$config]:-}" ]] || { echo "unknown config $config (S or M)" >&2; exit 2; }

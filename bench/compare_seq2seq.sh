@@ -7,19 +7,16 @@
 # attend's in the same round) and attend's share of the sgemm rate it measured
 # in the same run, with the floor that rate puts under the step (its matrix
 # products alone at the sgemm rate) and the largest speed-up over PyTorch that
-# floor allows. PyTorch's step time varies from one process to the next here
-# (19 to 30 ms at config S, with the same flags), hence the rounds.
+# floor allows. Either side's step time can vary from one process to the next
+# on a shared machine, hence the rounds.
 # ATTEND_STEPS=N times N steps on attend's side instead of --steps (the twin
 # keeps --steps), so that both sides' timed windows can span about the same
-# wall-clock time. At config S, 20 of attend's steps take ~60 ms and 20 of the
-# twin's ~400 ms. This machine has slow spells, from a few steps to whole runs
-# (on 2026-12-07, of 24 runs of 20 steps in a row, 11 had a median of 3.7-4.4 ms
-# against 2.8-3.1 ms in the rest): a spell of 0.1 s covers all of attend's
-# window but not half of the twin's, so it moves attend's median and not the
-# twin's, and a round's ratio with it.
-# Each side's timed window is printed.
-# At --threads 1 both sides run on the same vCPU (bench/one_cpu.sh says why;
-# CPU=N picks it, CPU= pins nothing).
+# wall-clock time: attend's step is several times shorter than the twin's, and
+# a slow spell of the machine that covers all of attend's short window but
+# only part of the twin's moves attend's median and not the twin's, and a
+# round's ratio with it. Each side's timed window is printed.
+# At --threads 1 both sides run on the same vCPU (one_cpu in bench/lib.sh says
+# why; CPU=N picks it, CPU= pins nothing).
 # TURNS=N runs each round's two processes side by side, taking turns: each
 # process's timed steps are cut into N turns (ceil(steps / N) steps each; the
 # first turn also runs the warm-up) and only one process runs at a time, this
@@ -29,18 +26,15 @@
 # a round is attend's whole process and then the twin's.
 # TORCH_FLAGS="--project-all" compares with the twin that embeds all target
 # steps at once and runs the output projection once over all time steps.
-# Usage, from the repository root (S: ~1 minute; M with --steps 3: ~2-4 minutes):
-#   S="--embed 32 --hidden 64 --batch 16 --src-len 20 --tgt-len 20 --vocab 1000 --attention additive"
-#   M="--embed 128 --hidden 256 --batch 64 --src-len 30 --tgt-len 30 --vocab 8000 --attention additive"
-#   ROUNDS=11 ATTEND_STEPS=140 bench/compare_seq2seq.sh $S --threads 1 --steps 20
+# Usage, from the repository root, with the flags of config S or M (bench/lib.sh;
+# bench/goals.sh runs every form below):
 #   ROUNDS=11 ATTEND_STEPS=140 TURNS=5 bench/compare_seq2seq.sh $S --threads 1 --steps 20
 #   ROUNDS=5 TORCH_FLAGS=--project-all bench/compare_seq2seq.sh $M --threads 1 --steps 3 --warmup 5
-# (at M, the first steps still take fresh pages while the storage cache fills,
-# the fourth ~200 of them: with --warmup 5 the timed steps are steady, see the
-# page-fault line)
+# (at M, the first steps still take fresh pages while the storage cache fills:
+# with --warmup 5 the timed steps are steady, see the page-fault line)
 set -euo pipefail
-attend_bin="${ATTEND:-build/release/tools/attend}"
-python="${TORCH_PYTHON:-/usr/bin/python3}"
+source "$(dirname "$0")/lib.sh"
+require_program "$attend_bin" attend_cli
 rounds="${ROUNDS:-5}"
 read -r -a torch_flags <<<"${TORCH_FLAGS:-}"
 attend_args=("$@") twin_steps=20  # 20: both sides' default --steps
@@ -57,8 +51,6 @@ rss() { awk '/^peak RSS/ {print $3}' <<<"$1"; }
 sgemm_share() { sed -n 's/^sgemm .* runs at \([0-9.]*\)% of it$/\1/p' <<<"$1"; }
 # The floor of $1 ("train step", "greedy", "beam K=5") in ms: its products at the sgemm rate.
 floor_ms() { sed -n "s/^floor .*$1 \([0-9.]*\) ms.*/\1/p" <<<"$2"; }
-source "$(dirname "$0")/same_kernels.sh"  # same_kernels ATTEND_OUTPUT TWIN_OUTPUT
-source "$(dirname "$0")/one_cpu.sh"       # one_cpu FLAGS: sets pin
 one_cpu "$@"
 turns="${TURNS:-0}"
 [[ $turns =~ ^[0-9]+$ ]] || { echo "compare_seq2seq.sh: TURNS must be a whole number, not '$turns'" >&2; exit 2; }
@@ -121,12 +113,10 @@ for ((r = 1; r <= rounds; ++r)); do
   same_kernels "$a" "$t"
   if ((r == 1)); then printf '%s\n\n%s\n\n' "$a" "$t"; fi
   a_steps+=("$(step "$a")") t_steps+=("$(step "$t")") shares+=("$(sgemm_share "$a")") floors+=("$(floor_ms "train step" "$a")")
-  ratios+=("$(awk -v a="${a_steps[-1]}" -v t="${t_steps[-1]}" 'BEGIN {printf "%.2f", t / a}')")
+  ratios+=("$(ratio "${t_steps[-1]}" "${a_steps[-1]}")")
   a_rss=$(awk -v x="$a_rss" -v y="$(rss "$a")" 'BEGIN {print (y > x ? y : x)}')
   t_rss=$(awk -v x="$t_rss" -v y="$(rss "$t")" 'BEGIN {print (y > x ? y : x)}')
 done
-# The median, min and max of a list of numbers, one a line.
-summary() { sort -g | awk '{v[NR] = $1} END {m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; print m, v[1], v[NR]}'; }
 read -r am amin amax < <(printf '%s\n' "${a_steps[@]}" | summary)
 read -r tm tmin tmax < <(printf '%s\n' "${t_steps[@]}" | summary)
 read -r rm rmin rmax < <(printf '%s\n' "${ratios[@]}" | summary)

@@ -1,34 +1,42 @@
 #!/usr/bin/env bash
-# Measures every figure of the README's "Toward the hardware limit" section, one
-# command after another, on one thread unless said otherwise (~10-15 minutes on an
-# idle 2-vCPU machine; keep the machine otherwise idle). Each command's output goes
-# to LOGS (default bench-logs/) as NN-name.log, and its last lines (the summary)
-# to the terminal.
-# Usage, from the repository root, after `tools/run.sh demo` (or the release build)
-# and with Debian's python3-torch and libdnnl-dev installed:
+# A goals run: every comparison of docs/performance.md, one command after
+# another, one thread unless said otherwise, and then its results file,
+# RESULTS/DATE-CPU-COMMIT.md (default bench/results/; bench/results/README.md),
+# with the command, the CPU, the commit and every comparison's whole output.
+# Keep the machine otherwise idle: the comparisons alternate the two sides in
+# rounds so that a slow spell hits both, but they cannot correct for other work.
+# Each command's output also goes to LOGS (default bench-logs/) as NN-name.log,
+# and its last lines (the summary) to the terminal.
+# Usage, from the repository root, after `tools/run.sh demo` (or the release
+# build) and with Debian's python3-torch and libdnnl-dev installed:
 #   bench/goals.sh
-#   LOGS=/tmp/goals bench/goals.sh
+#   LOGS=/tmp/goals RESULTS=/tmp/results bench/goals.sh
 set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+require_program "$attend_bin" attend_cli
+require_program build/release/bench/bench_kernel_shapes bench_kernel_shapes
 logs="${LOGS:-bench-logs}"
+results="${RESULTS:-bench/results}"
 mkdir -p "$logs"
-S=(--embed 32 --hidden 64 --batch 16 --src-len 20 --tgt-len 20 --vocab 1000 --attention additive)
-M=(--embed 128 --hidden 256 --batch 64 --src-len 30 --tgt-len 30 --vocab 8000 --attention additive)
+: >"$logs/commands.tsv"
 n=0
 run() {  # run NAME [VAR=value...] COMMAND...: logs the whole output, shows the summary
-  local name="$1"
+  local name
+  name="$(printf '%02d-%s' $((n + 1)) "$1")"
   shift
   n=$((n + 1))
-  local log
-  log="$(printf '%s/%02d-%s.log' "$logs" "$n" "$name")"
+  printf '%s\t%s\n' "$name" "$*" >>"$logs/commands.tsv"
   printf '\n==> %s (%s)\n' "$name" "$(date +%H:%M:%S)"
-  env "$@" >"$log" 2>&1 || { echo "failed: see $log" >&2; return 1; }
-  tail -n 12 "$log"
+  env "$@" >"$logs/$name.log" 2>&1 || { echo "failed: see $logs/$name.log" >&2; return 1; }
+  tail -n 12 "$logs/$name.log"
 }
 run kernel-shapes build/release/bench/bench_kernel_shapes
 run s-greedy-beam bench/compare_decode.sh "${S[@]}" --threads 1 --decode-runs 20
-# S training: attend times 140 steps, ~0.4 s like the twin's 20, both sides on one
-# vCPU (compare_seq2seq.sh and one_cpu.sh say why), taking 5 turns each in every
-# round; then whole processes a side, pinned, and unpinned as before 2026-12-07
+# S training: attend times 140 steps, about as long as the twin's 20, so that a
+# slow spell of the machine covers as much of both sides' timed windows. Both
+# sides on one vCPU (lib.sh's one_cpu says why), taking 5 turns each in every
+# round; then whole processes a side, pinned, and unpinned, so that the file
+# shows what pinning and turns change.
 run s-train ROUNDS=11 ATTEND_STEPS=140 TURNS=5 bench/compare_seq2seq.sh "${S[@]}" --threads 1 --steps 20
 run s-train-processes ROUNDS=11 ATTEND_STEPS=140 bench/compare_seq2seq.sh "${S[@]}" --threads 1 --steps 20
 run s-train-unpinned CPU= ROUNDS=11 ATTEND_STEPS=140 bench/compare_seq2seq.sh "${S[@]}" --threads 1 --steps 20
@@ -40,3 +48,8 @@ run toy-memory bench/toy_memory.sh
 run m-train-tutorial ROUNDS=3 bench/compare_seq2seq.sh "${M[@]}" --threads 1 --steps 3 --warmup 5
 run s-train-2-threads ROUNDS=3 ATTEND_STEPS=140 bench/compare_seq2seq.sh "${S[@]}" --threads 2 --steps 20
 run s-decode-2-threads ROUNDS=3 bench/compare_decode.sh "${S[@]}" --threads 2 --decode-runs 20
+command="bench/goals.sh"
+[[ -z ${LOGS:-} ]] || command="LOGS=$LOGS $command"
+[[ -z ${RESULTS:-} ]] || command="RESULTS=$RESULTS $command"
+file="$(write_results "$results" "$logs" "$command")"
+printf '\nresults: %s\n' "$file"

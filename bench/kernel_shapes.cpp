@@ -1,15 +1,14 @@
 // bench_kernel_shapes: the AVX-512 kernels' block shapes against each other, in
 // one process, in alternating rounds, at the shapes attend runs them at; and
 // this core's peak rate of 512-bit multiply-adds, the ceiling of both.
-//   the packed product (core/kernels/detail/packed_kernel.hpp): 6 rows x 4 panels, attend's
-//     since 2c74b6b, against 8 x 2 (before) and 8 x 3;
+//   the packed product (core/kernels/detail/packed_kernel.hpp): 6 rows x 4 panels,
+//     attend's, against 8 x 2 and 8 x 3;
 //   the row summaries (core/kernels/detail/summary_kernel.hpp, greedy decoding's output
-//     projection): 6 columns x 4 panels, attend's, against 4 x 4 (before), 5 x 4
-//     and 8 x 2.
+//     projection): 6 columns x 4 panels, attend's, against 4 x 4, 5 x 4 and 8 x 2.
 // Each shape is timed in 9 rounds; in a round every block shape runs once (41
 // products, or 5 for the largest), and its median counts; printed: the median of
-// the rounds and their range, GFLOP/s. The README's block-shape table comes from
-// this program.
+// the rounds and their range, GFLOP/s. A goals run (bench/goals.sh) keeps its
+// output in the run's results file; docs/kernels.md says why attend's shapes.
 // It instantiates the kernels' templates itself, which only core/kernels/packed_gemm*.cpp
 // do otherwise: the block shapes it compares are not all compiled into attend.
 // Needs g++ on x86-64 and a CPU with AVX-512; elsewhere it says so and exits 0.

@@ -4,17 +4,17 @@
 # each (default 3), alternating; prints the median and range of each.
 # The model is MODEL (a directory written by attend train) if set; otherwise a
 # small one is trained first: the default toy model (embed 64, hidden 128,
-# bidirectional, additive attention) for STEPS steps (default 300, ~1 minute
-# on an idle machine), long enough that it ends its sentences with </s> like a
+# bidirectional, additive attention) for STEPS steps (default 300), long enough that it ends its sentences with </s> like a
 # trained model. Scratch files go to a temporary directory, removed at the end.
-# Usage, from the repository root (~5 minutes on an idle 2-vCPU machine):
+# Usage, from the repository root (a few minutes on an idle machine):
 #   bench/time_translate.sh
 #   MODEL=toy-model N=10000 ROUNDS=3 THREADS=1 bench/time_translate.sh
 set -euo pipefail
-attend_bin="$(realpath "${ATTEND:-build/release/tools/attend}")"
+source "$(dirname "$0")/lib.sh"
+require_program "$attend_bin" attend_cli
+attend_bin="$(realpath "$attend_bin")"
 rounds="${ROUNDS:-3}" n="${N:-10000}" threads="${THREADS:-1}"
-scratch="$(mktemp -d)"
-trap 'rm -rf "$scratch"' EXIT
+make_scratch
 "$attend_bin" data toy --n "$n" --seed 11 --out "$scratch/pairs.tsv"
 cut -f1 "$scratch/pairs.tsv" >"$scratch/source.txt"
 model="${MODEL:-}"
@@ -40,7 +40,6 @@ greedy=() beam=()
 for ((r = 1; r <= rounds; ++r)); do
   greedy+=("$(seconds 1)") beam+=("$(seconds 5)")
 done
-summary() { sort -g | awk '{v[NR] = $1} END {m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; print m, v[1], v[NR]}'; }
 for what in greedy beam; do
   declare -n list="$what"
   read -r m lo hi < <(printf '%s\n' "${list[@]}" | summary)

@@ -5,8 +5,8 @@ torch.set_num_threads sets PyTorch's own (OpenMP) pool only. Debian's
 python3-torch does its matrix products in the system BLAS, OpenBLAS, whose
 thread pool is separate and starts as wide as the machine: without the
 openblas_set_num_threads call below, a "1 thread" PyTorch run does its GEMMs on
-every core (measured here: a 512x512 matmul at 130 GFLOP/s instead of 98, the
-one-core peak). attend's --threads sets OpenBLAS's pool, its only one.
+every core, which flatters PyTorch in a one-thread comparison. attend's
+--threads sets OpenBLAS's pool, its only one.
 """
 import ctypes
 

@@ -6,8 +6,8 @@
 // Why: a training step at config S makes ~2,800 such objects in its forward
 // and frees them in its backward. glibc's per-thread cache keeps only 7 blocks
 // of a size, so the rest went through malloc's bins (_int_malloc, _int_free,
-// unlink_chunk, malloc_consolidate: ~4% of the step in `perf`). The lists here
-// keep what a step frees for the next step's forward.
+// unlink_chunk, malloc_consolidate, which `perf record` of `attend bench` at
+// config S shows). The lists here keep what a step frees for the next step's forward.
 //
 // Blocks come in classes of 16 bytes up to kMaxBytes; larger requests go to
 // operator new. Each list holds at most kMaxPerClass blocks, so that a thread

@@ -2,12 +2,13 @@
 // Storage: the bytes behind one or more tensors, and the caching allocator.
 //
 // Freed storage goes back to a cache and is handed out again: a training step
-// allocates much the same sizes every time, and fresh pages cost ~2.3 us per
-// 4 KiB here, so after the first steps little new memory is touched.
+// allocates much the same sizes every time, and every fresh page costs a page
+// fault, so after the first steps little new memory is touched (`attend bench`
+// prints the minor page faults of its timed steps).
 //
 // The cache is bounded, because bucketed batches vary in shape and a cache
-// keyed by exact size would keep a block for every size ever seen (it once held
-// ~15x the largest step's memory):
+// keyed by exact size would keep a block for every size ever seen, many times
+// the largest step's memory:
 //   - blocks come in size classes, 8 per doubling (at most 12.5% rounding), and a
 //     request may take any cached block up to twice its size;
 //   - the cache holds at most as many bytes as the peak of live bytes (the

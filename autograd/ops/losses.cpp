@@ -131,12 +131,10 @@ Tensor cross_entropy(const Tensor& logits, const Indices& targets, std::int64_t 
 // (N = B*T = 1,920 rows of V = 8,000 at config M: 61 MB each for the logits,
 // the probabilities, their gradient and the reshape's gradient). This op never
 // stores them: it takes kRows rows at a time, computes their logits, loss and
-// logit gradient, and folds that gradient into dh, dW and db right away.
-// Measured at config M (attend bench): peak memory 244 MB instead of 395 with
-// 256-row blocks (291 MB with today's 1,024), and the same step time as the
-// composed pair; the larger blocks then took ~5% off the op's time (the block
-// size comment below), and each row is now handled in one pass while it is in
-// cache (bias, softmax, dz, db).
+// logit gradient, and folds that gradient into dh, dW and db right away, each
+// row in one pass while it is in cache (bias, softmax, dz, db). Peak memory
+// then follows the block size, not N (`attend bench` at config M prints the
+// peak RSS beside the step time; bench/compare_seq2seq.sh against the twin).
 //
 // That works because the loss is a scalar: its gradient with respect to any
 // input is dy times the gradient for dy = 1. So the forward (when a backward
@@ -177,10 +175,9 @@ Tensor linear_cross_entropy(const Tensor& h, const Tensor& weight, const Tensor&
   Tensor loss = empty({}, h.dtype());
   // 1,024 rows of logits and logit gradients: 33 MB each at V = 8,000 in float.
   // Fewer, larger blocks make the GEMMs faster (each block's GEMMs re-pack W and
-  // read and write all of dW): measured at config M, the op took ~300 ms with
-  // 256-row blocks and ~285 ms with 1,024, for 47 MB more peak memory; 64 rows
-  // were slower still. Tensors, so that the storage cache hands the same blocks
-  // out again at every step.
+  // read and write all of dW), at the price of peak memory: `attend bench` at
+  // config M shows both, the step time and the peak RSS. Tensors, so that the
+  // storage cache hands the same blocks out again at every step.
   constexpr std::int64_t kRows = 1024;
   const std::int64_t R = std::min(kRows, std::max<std::int64_t>(N, 1));
   Tensor z_rows = empty({R, V}, h.dtype());                              // (R, V)

@@ -11,8 +11,9 @@
 //   after the last     write 'e' to OUT and close both
 // A turn is `steps` timed training steps. The first turn also runs the warm-up
 // steps before them, and every later turn one untimed step, because the other
-// process's turn has left this one's caches cold (at config S, without it the
-// twin's turns of 2 steps timed ~10% slower than the twin alone). The arbiter
+// process's turn has left this one's caches cold: without it, each turn's
+// first step times the refill of the caches, which weighs most on the side
+// with the fewest steps in a turn and skews the ratio. The arbiter
 // lets one process run at a time.
 #pragma once
 

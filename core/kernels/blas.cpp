@@ -93,29 +93,24 @@ bool avx512_kernels(const std::string& openblas_name) {
 }
 
 // Whether a float32 product goes to the packed kernel. It does where that kernel
-// is AVX-512 and OpenBLAS's kernels are not: there it runs ~2x OpenBLAS's rate
-// even counting the packing of op(B) at every call (bench_packed), which OpenBLAS
-// does too. OpenBLAS's own AVX-512 kernels are as fast. With AVX2 on both sides
+// is AVX-512 and OpenBLAS's kernels are not: its vectors are then twice as wide,
+// which pays for packing op(B) at every call (bench_packed times both), as
+// OpenBLAS packs too. OpenBLAS's own AVX-512 kernels are as fast. With AVX2 on both sides
 // the two run level on large products, but on the small ones the packed kernel
-// wins (bench_packed on a Zen 3: 16 x 64 x 128 at 61 GFLOP/s against 52, 256 x
-// 96 x 16 at 58 against 41, 64 x 256 x 512 at 84 against 78), so there it takes
-// those of at most kAvx2SmallUpTo multiply-adds, when op(A) is A itself (A^T read
-// down its columns or transposed first loses to OpenBLAS at AVX2 width). OpenBLAS
+// wins (bench_packed times both at these shapes), so there it takes those of
+// at most kAvx2SmallUpTo multiply-adds, when op(A) is A itself (A^T read down
+// its columns or transposed first loses to OpenBLAS at AVX2 width). OpenBLAS
 // also splits a product over threads, which the packed kernel does not, so with
 // more than one thread OpenBLAS keeps the products it would split: those of more
-// than kOpenBlasOneThreadUpTo multiply-adds. OpenBLAS runs the smaller ones on one
-// thread whatever its thread count (measured with 0.3.21 at 2 threads: CPU time /
-// wall time 1.00 for 64 x 64 x 64, 2.0 for 65 x 65 x 65).
+// than kOpenBlasOneThreadUpTo multiply-adds. OpenBLAS (0.3.21) runs the smaller
+// ones on one thread whatever its thread count: its threading starts above 64^3.
 // The AVX-512 kernel on one thread still beats OpenBLAS's (non-AVX-512) kernels on
-// two up to kAvx512OverThreadsUpTo multiply-adds: on the Zen 5 of 2026-12-07, NT
-// with packing at the call, GFLOP/s packed (1 thread) against OpenBLAS (2):
-// 16 x 256 x 96 105 / 57, 320 x 256 x 32 168 / 71, 320 x 1000 x 64 179 / 136,
-// 64 x 1024 x 256 164 / 156; above it, 64 x 8000 x 256 123 / 159 (packing W, 8 MB,
-// at every call). S training at 2 threads was ~26% faster with every product on
-// the packed kernel (12 alternating pairs, step time ratio 0.737, 0.685-0.768)
-// and then as fast as at one thread; with this cut, 0.793 (0.738-0.823, 10 pairs)
-// against 64^3, and M level (1.013, 0.990-1.068). M's products above it stay on
-// OpenBLAS.
+// two up to kAvx512OverThreadsUpTo multiply-adds, which covers every product of
+// config S (the largest, 320 x 1000 x 64, is 2^24.3); above it, packing a large W
+// (8 MB at M decoding) at every call costs more than the second thread gains, so
+// M's large products stay on OpenBLAS. `attend bench --threads 2 --gemm-shapes N`
+// at configs S and M shows which code runs each shape and at what rate; the
+// results file of commit 7366ee1 in bench/results/ keeps the runs that set the cut.
 constexpr double kOpenBlasOneThreadUpTo = 64.0 * 64.0 * 64.0;
 constexpr double kAvx512OverThreadsUpTo = 32.0 * 1024.0 * 1024.0;  // 2^25: 320 x 1000 x 64 is 2^24.3
 constexpr double kAvx2SmallUpTo = 64.0 * 256.0 * 512.0;  // M decoding's combine layer

@@ -35,8 +35,8 @@ std::string float_products();
 
 // The time spent inside gemm and gemm_packed (core/kernels/packed_gemm.hpp), for
 // `attend bench`: how much of a step is the matrix products and how much
-// everything else. Off by default; when on, every call reads the clock twice
-// (~50 ns). Calls from any thread are counted.
+// everything else. Off by default; when on, every call reads the clock twice.
+// Calls from any thread are counted.
 struct GemmStats {
   std::int64_t calls = 0;
   double seconds = 0;
@@ -62,8 +62,8 @@ int num_threads();
 
 // OpenBLAS's kernels. A DYNAMIC_ARCH OpenBLAS (Debian's) picks its kernels
 // once, when it is loaded: by CPU, or as OPENBLAS_CORETYPE says. The choice
-// halves or doubles every product (sgemm on one Zen 5 core: Haswell's AVX2
-// kernels 107 GFLOP/s, Cooperlake's AVX-512 ones 210), so attend --version and
+// can halve or double every product (AVX2 kernels against AVX-512 ones on a CPU
+// that has both; bench_matmul with and without the variable shows it), so attend --version and
 // attend bench say which kernels run and why. attend never overrides the
 // variable: it is the user's (or the machine's) choice, and is reported as such.
 struct CpuVectors {

@@ -71,9 +71,9 @@ template <bool kStore>
   double lanes[kFloatLanes] = {};
   // Element k + i of a block goes into float lane i % 16 on every target, so the
   // sum does not depend on the vector width. The last, partial block takes the
-  // same vector path for its whole vectors: a row of 1,000 logits had left 104
-  // elements to a scalar loop adding into one double, a chain of dependent
-  // additions that took about half of this function's time in an S training step.
+  // same vector path for its whole vectors: at a row of 1,000 logits a scalar
+  // tail would leave 104 elements to one double, a chain of dependent additions
+  // as long as the rest of the row's work (`attend bench` at config S, V = 1,000).
   for (std::int64_t k = 0; k < n; k += kBlock) {
     const std::int64_t end = std::min(n, k + kBlock);
     float block[kFloatLanes] = {};
@@ -141,9 +141,9 @@ template <class T>
 }
 
 // The floats' loop, as four SSE-wide vectors (GCC's vector extension): the
-// array-of-lanes loop above compiled to 16 scalar maxima per 16 floats in every
-// clone, AVX-512's included, at 1.3% of an S training step (the loss's row
-// maxima); this is one vector max per 4 floats in each clone. Lane 4 r + l
+// array-of-lanes loop above compiles to 16 scalar maxima per 16 floats in every
+// clone, AVX-512's included, and the loss's row maxima run it at every step;
+// this is one vector max per 4 floats in each clone. Lane 4 r + l
 // sees the elements 16 i + 4 r + l, as above.
 using F4 = float __attribute__((vector_size(16)));
 [[gnu::always_inline]] inline float max_floats(const float* x, std::int64_t n) {

@@ -2,8 +2,9 @@
 // y = x @ W^T with W packed once: for the products decoding repeats at every
 // output step with the same weights and a few rows (the output projection: 16
 // rows against a (1000, 64) W at the default sizes). OpenBLAS packs both
-// operands afresh at every call; at 16 rows, copying W took a tenth of greedy
-// decoding. Packing it once per search leaves only the multiply-adds.
+// operands afresh at every call, and at 16 rows copying W costs about as much as
+// multiplying by it. Packing it once per search leaves only the multiply-adds
+// (bench_packed; `attend bench --no-train` times decoding).
 //
 // Letters: x (M, K) the rows, W (N, K) as a linear layer's weight, y (M, N).
 // float only; blas::gemm(false, true, ...) is the oracle (tests/core/kernels/test_packed_gemm.cpp).
@@ -93,18 +94,17 @@ void gemm_packed(std::int64_t m, const float* x, std::int64_t ldx, const PackedM
 // The row summaries of y = x @ W^T + bias (m, n) as gemm_packed's epilogue
 // gives them with store_y false, but from W as it is: (n, k), rows ldw apart,
 // not packed. The product runs turned around, y^T = W @ x^T, with x packed
-// instead (it has few rows: W at M decoding has 8 MB, and packing it once per
-// search took ~2% of greedy decoding), and each lane of an accumulator is one
-// row of y, so that a row's summary is kept lane-wise (core/kernels/detail/summary_kernel.hpp).
-// At M greedy decoding's projection, in runs alternating in one process: 3-5%
-// faster than gemm_packed's epilogue with W coming from L3, ~7% with W in
-// cache, level with W from memory; and no 8 MB copy of W. rows (m); bias (n)
+// instead (it has few rows: W at M decoding has 8 MB, which need not be packed
+// once per search), and each lane of an accumulator is one row of y, so that a
+// row's summary is kept lane-wise (core/kernels/detail/summary_kernel.hpp), with
+// no 8 MB copy of W. bench_kernel_shapes times it at M greedy decoding's
+// projection; `attend bench --no-train` times greedy decoding. rows (m); bias (n)
 // or null; `skip` as in Epilogue. The logits are bit for bit those of
 // gemm_packed; the sums are added in another order. Counted by gemm_stats() as
 // gemm_packed is. Error when ldx < k, ldw < k, n > 2^31 - 1 or rows is null.
 // parts MaxAndBest leaves out the sums: exp_sum is NaN, and the kernel takes
 // no exponential (greedy decoding without scores, which reads only each row's
-// best token: ~5% of M decoding's projection); max, best and best_value are
+// best token; `attend bench` times greedy with and without scores); max, best and best_value are
 // those that All gives.
 enum class SummaryParts { All, MaxAndBest };
 void summarise_rows(std::int64_t m, const float* x, std::int64_t ldx, const float* w, std::int64_t n, std::int64_t k,

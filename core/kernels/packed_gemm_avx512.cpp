@@ -13,10 +13,10 @@ __attribute__((target("arch=x86-64-v4"))) void run_avx512(bool xt, std::int64_t 
 }
 
 // 6 columns x 4 panels: 24 accumulators, fed by 4 loads of x and 6 broadcasts
-// of W per k, 29 of the 32 registers in the k loop. At M decoding's sizes, in
-// runs alternating in one process: 4 columns x 4 panels (16 accumulators, 8
-// loads per 16 multiply-adds) ~6% slower, 5 x 4 ~3% slower, and 8 columns x 2
-// panels ~4% slower than that. A panel left over: 8 columns.
+// of W per k, 29 of the 32 registers in the k loop (4 columns x 4 panels has 16
+// accumulators and 8 loads per 16 multiply-adds). bench_kernel_shapes times it
+// against 4 x 4, 5 x 4 and 8 x 2 at the shapes greedy decoding runs; see
+// docs/kernels.md. A panel left over: 8 columns.
 __attribute__((target("arch=x86-64-v4"))) void summarise_avx512(std::int64_t N, const float* w, std::int64_t ldw,
                                                                  const PackedMatrix& xp, const float* bias,
                                                                  std::int64_t skip, bool sums, ColumnLanes* lanes) {

@@ -23,9 +23,9 @@ PackedMatrix::PackedMatrix(const float* w, std::int64_t n, std::int64_t k, std::
   if (ldw < k) fail("PackedMatrix: the row stride {} of W ({}, {}) is below its {} columns", ldw, n, k, k);
   // Panel p (k, 16) is the transpose of W's rows 16p .. 16p + 15 (fewer in the last).
   // While it is made, the next panel's rows are asked for: read in tiles, 16 rows
-  // at a time, they came from memory in short runs the hardware did not foresee
-  // (the LSTM layer's forward packs its 1 MB W_hh out of cache at every call:
-  // 180-290 us, with the prefetches 120-170 us, timed inside the layer).
+  // at a time, they come from memory in short runs the hardware does not foresee
+  // (the LSTM layer's forward packs its 1 MB W_hh, out of cache, at every call;
+  // bench_lstm times the layer).
   for (std::int64_t p = 0; p * kPanel < n; ++p) {
     for (std::int64_t r = (p + 1) * kPanel; r < std::min((p + 2) * kPanel, n); ++r) prefetch_run(w + r * ldw, k);
     transpose_tiles<float, false>(w + p * kPanel * ldw, ldw, data_.data<float>() + p * k * kPanel, kPanel,
@@ -43,8 +43,8 @@ void pack_transposed(float* data, std::int64_t n, std::int64_t k, RowAt row_at) 
     float* out = data + p * k * P;
     const std::int64_t cols = std::min(P, n - p * P);
     // panel row kk: W[16p .. 16p + 15, kk] = W^T[kk, 16p ..]. A whole panel's row
-    // by a copy of constant size, which the compiler makes one or two moves: as a
-    // call to memmove per 64 bytes it took ~1 ms of the LSTM layer's backward.
+    // by a copy of constant size, which the compiler makes one or two moves rather
+    // than a call to memmove per 64 bytes (the LSTM layer's backward packs this way).
     if (cols == P)
       for (std::int64_t kk = 0; kk < k; ++kk) std::memcpy(out + kk * P, row_at(kk) + p * P, P * sizeof(float));
     else
@@ -85,9 +85,10 @@ void gemm_by_packing(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n,
   if (!trans_a) return packed_product(m, a, lda, w, beta, c, ldc, kernel);
   // op(A) = A^T, A (k, m). Read down its columns, a row block of R rows needs
   // one cache line of A per k; the next row blocks reuse those lines while the k
-  // lines stay in L1 (48 KiB here): up to kColumnsUpTo. Past it each line comes
-  // back from L2 or further for every block (at k = 1920: half the rate, a third
-  // at a stride of 4 KiB), and a transposed copy of A, made once, is faster.
+  // lines stay in L1 (24 KiB of them, within a usual 32-48 KiB L1 data cache): up
+  // to kColumnsUpTo. Past it each line comes back from L2 or further for every
+  // block, and a transposed copy of A, made once, is faster (bench_packed runs
+  // both sides of the cut: the LSTM layer's dW products have k = 1,920).
   constexpr std::int64_t kColumnsUpTo = 384;  // 24 KiB of lines
   if (k <= kColumnsUpTo) return packed_product_xt(m, a, lda, w, beta, c, ldc, kernel);
   Tensor rows = attend::empty({m, k}, Float32);

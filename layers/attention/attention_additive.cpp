@@ -27,8 +27,8 @@ namespace {
 // One pass over a: each t_j[a] goes into the dot product from its register, in
 // 16 running sums (one AVX-512 vector), and is stored only when kKeepT (training:
 // the backward reads it). A tanh pass storing t_j, then a dot product reading it
-// back, had taken twice as long: at M decoding the step's tanhs were ~8% of
-// greedy decoding. The 16 sums are added in a fixed order (below), so e_j does
+// back, would write and read all of t: twice the memory traffic (`attend bench
+// --no-train` at config M times the decoding these scores are part of). The 16 sums are added in a fixed order (below), so e_j does
 // not depend on the vector width.
 template <class T, bool kKeepT>
 ATTEND_SIMD_CLONES void scores_row(const T* __restrict k, const T* __restrict q, const T* __restrict v,

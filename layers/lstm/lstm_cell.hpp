@@ -47,9 +47,8 @@ struct LSTMWeights {
   // Optional, for speed only: contiguous copies of weight_ih^T (I, 4H) and
   // weight_hh^T (H, 4H), made once by a caller that runs many steps with the same
   // weights (LSTMCell::step_weights). With them lstm_cell's forward multiplies by
-  // plain rather than transposed operands, which OpenBLAS does ~1.7x faster for
-  // small batches (measured: (16, 96) @ (96, 256) 7 us, against 12 us for the
-  // same product with the (256, 96) weight transposed). They must hold the
+  // plain rather than transposed operands, which OpenBLAS does faster for small
+  // batches (it re-packs a transposed operand at every call). They must hold the
   // transposes of the weights; gradients still go to weight_ih and weight_hh.
   Tensor weight_ih_t{};  // (default-initialised, so that {W_ih, W_hh, b_ih, b_hh} still reads as complete)
   Tensor weight_hh_t{};
@@ -124,9 +123,8 @@ class LSTMCell : public Module {
   std::int64_t hidden_size() const { return hidden_size_; }
   const LSTMWeights& weights() const { return w_; }
   // The weights for running many steps on batches of `batch` rows until the next
-  // parameter update: float32 with the weights packed (the packed kernel is at
-  // least OpenBLAS's speed at every batch size measured, 16 to 1,920 rows:
-  // bench_packed), float64 with the transposed copies when batch < kTransposedWeightsBelow.
+  // parameter update: float32 with the weights packed (bench_packed holds the
+  // packed kernel to OpenBLAS at the batch sizes attend runs, 16 to 1,920 rows), float64 with the transposed copies when batch < kTransposedWeightsBelow.
   // Make them again after the parameters change, and for every recorded
   // sequence: in grad mode they belong to its graph (see
   // LSTMWeights::deferred), which a backward releases.

@@ -9,8 +9,8 @@
 //   lstm_kernels.cpp    the gate math of one row, forward and backward (lstm_kernels.hpp)
 //
 // Speed: per step the gates of B rows need 3*B*H sigmoids and 2*B*H tanhs.
-// glibc's tanhf costs ~9 ns, so on a (64, 256) step they would take well over
-// half as long as the step's GEMM. The float versions of core/kernels/detail/fast_math.hpp are
+// glibc's tanhf is a scalar call, one value at a time, so on a (64, 256) step they
+// would rival the step's GEMM (bench_lstm times the layer). The float versions of core/kernels/detail/fast_math.hpp are
 // branch-free, so the compiler turns each row loop into SIMD code (this file is
 // built with ATTEND_SIMD_FLAGS, see layers/CMakeLists.txt).
 #include "layers/lstm/detail/lstm_kernels.hpp"

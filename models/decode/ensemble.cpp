@@ -45,9 +45,10 @@ double log_normaliser(const double* z, std::int64_t V, double m) {
   return m + std::log(total);
 }
 
-// The same for float32 logits, which decoding spent a third of its time turning
-// into doubles and passing through libm's exp: the sum of e^(z_u - m) is formed
-// by the vectorised float exp (relative error ~1e-7, summed in double).
+// The same for float32 logits, without turning each into a double and passing it
+// through libm's scalar exp, a call per logit at every decoding step: the sum of
+// e^(z_u - m) is formed by the vectorised float exp (relative error ~1e-7, summed
+// in double).
 double log_normaliser(const float* z, std::int64_t V, float m) {
   return static_cast<double>(m) + std::log(fast_math::exp_shifted_sum(z, m, nullptr, V));
 }
@@ -61,8 +62,8 @@ void put_log_softmax(const T* z, std::int64_t V, bool add, double* out) {
 
 // logits = x @ W^T + b (N, V), as model.logits(x) computes it, but from W made
 // ready once per search. float32: W packed (core/kernels/packed_gemm.hpp), as OpenBLAS
-// would pack it afresh at every call (that packing took a tenth of greedy
-// decoding at the default sizes), with the bias added by the kernel and, when
+// would pack it afresh at every call (core/kernels/packed_gemm.hpp says why
+// that matters at decoding's few rows), with the bias added by the kernel and, when
 // `summaries` is not null, each row summarised there too (N; with store false
 // that is all: y is left unset, see Epilogue::store_y). float64: W^T, as
 // OpenBLAS multiplies a plain operand faster than a transposed one at decoding's few rows.

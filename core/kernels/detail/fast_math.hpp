@@ -3,9 +3,9 @@
 // the few whole-array loops the hot ops share (tanh of a row, exp-and-sum of a
 // row of logits, max, axpy, a dot product).
 //
-// Why: glibc's tanhf costs ~9 ns and cannot be vectorised. A training step of
+// Why: glibc's tanhf is a scalar call that cannot be vectorised. A training step of
 // the additive-attention Seq2Seq takes B*S*A tanhs per decoder step (20,480 at
-// B=16, S=20, A=64), which made tanhf + expm1f a third of the whole step. The
+// B=16, S=20, A=64): one scalar call each, they would dominate the step. The
 // float versions here are branch-free polynomials and rational functions (exp is
 // Cephes' expf; tanh is our own fit, see below), so a loop over them becomes
 // 8-wide AVX2 code.
@@ -19,7 +19,7 @@
 
 // The array loops, the LSTM gate loops and the attention loops are compiled
 // three times on x86-64: for any x86-64 CPU (SSE2, 4 floats at a time), for
-// x86-64-v3 (AVX2 and FMA, 8 at a time, ~2.5x faster) and for x86-64-v4
+// x86-64-v3 (AVX2 and FMA, 8 at a time) and for x86-64-v4
 // (AVX-512, 16 at a time); the dynamic loader picks the widest the CPU can run. Only an attribute can say this, hence a macro.
 // The files that use it are built with ATTEND_SIMD_FLAGS (top CMakeLists.txt):
 // no FP traps, so that GCC turns the compare-and-select of a clamp into a
@@ -37,9 +37,9 @@ namespace attend::fast_math {
 // exp's argument is clamped to [lo, hi] = [-87, 88], which keeps 2^n a normal
 // float. In a loop, pass the bounds from exp_range(), which the compiler cannot
 // see through: with the bounds as constants GCC gives the vector loop a separate
-// path for each clamped case (where the result is a constant it can fold), which
-// made exp_shifted_sum's loop twice as slow; with opaque bounds there is one
-// straight path.
+// path for each clamped case (where the result is a constant it can fold), and
+// splits exp_shifted_sum's loop into per-case blends; with opaque bounds there
+// is one straight path.
 struct ExpRange {
   float lo, hi;
 };

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/kernels/detail/fast_math.hpp"
+#include "core/kernels/detail/kernel_vectors.hpp"
 #include "core/kernels/packed_gemm.hpp"
 
 namespace attend::blas::kernels {
@@ -41,17 +42,15 @@ struct Lanes {
 // One kernel per instruction set, each compiled for its own (clang, in the fuzz
 // preset, builds the baseline alone, as with ATTEND_SIMD_CLONES):
 //   AVX-512   6 rows x 4 panels: 24 of its 32 registers accumulate, fed by 4
-//             loads and 6 broadcasts per k (8 rows x 2 panels, 16 registers and
-//             10 loads per 16 multiply-adds: M decoding's cell product ~4%
-//             slower, S training's ~2-7%, level at 64 columns; 8 x 3: slower
-//             where K is 1,000 or more; 6 rows x 2 panels: 5-7% slower than
-//             8 x 2; in runs alternating in one process); x as its transpose: 6 rows
-//   AVX2      6 rows x 1 panel: 12 of its 16 (4 rows, 8 registers, left the
-//             loads and broadcasts too few multiply-adds to hide: ~5-10% slower)
+//             loads and 6 broadcasts per k, 10 loads per 24 multiply-adds (8 rows
+//             x 2 panels has 10 per 16); x as its transpose: 6 rows.
+//             bench_kernel_shapes times it against 8 x 2 and 8 x 3 at the
+//             shapes attend runs; docs/kernels.md says why 6 x 4
+//   AVX2      6 rows x 1 panel: 12 of its 16 (4 rows, 8 registers, leave the
+//             loads and broadcasts too few multiply-adds to hide them behind)
 //   baseline  2 rows x 1 panel:  8 of SSE's 16
 // Each takes x as rows or (xt) as its transpose; packed_gemm.cpp picks one.
-#if defined(__x86_64__) && !defined(__clang__)
-#define ATTEND_PACKED_WIDE 1
+#if defined(ATTEND_PACKED_WIDE)
 __attribute__((target("arch=x86-64-v4"))) void run_avx512(bool xt, std::int64_t M, const float* x, std::int64_t ldx,
                                                            const PackedMatrix& w, float beta, float* y,
                                                            std::int64_t ldy, const Lanes& epi);
@@ -64,36 +63,6 @@ void run_baseline(bool xt, std::int64_t M, const float* x, std::int64_t ldx, con
 
 // The templates: in each including file its own copies, as when they were one file.
 namespace {
-
-// GCC's vector extension: V16 is one AVX-512 register of floats, V8 one AVX2
-// register, V4 one SSE register. Each kernel below uses the width its target
-// has natively (a vector wider than the target's registers is lowered through
-// memory, ten times slower). A panel row of 16 floats is kSplit<V> vectors.
-using V16 = float __attribute__((vector_size(64)));
-using V8 = float __attribute__((vector_size(32)));
-using V4 = float __attribute__((vector_size(16)));
-using I16 = std::int32_t __attribute__((vector_size(64)));
-using I8 = std::int32_t __attribute__((vector_size(32)));
-using I4 = std::int32_t __attribute__((vector_size(16)));
-template <class V>
-struct IntOf;  // the int32 vector of V's width, for fast_math::exp_lanes
-template <>
-struct IntOf<V16> { using type = I16; };
-template <>
-struct IntOf<V8> { using type = I8; };
-template <>
-struct IntOf<V4> { using type = I4; };
-template <class V>
-constexpr int kLanes = static_cast<int>(sizeof(V) / sizeof(float));
-template <class V>
-constexpr int kSplit = static_cast<int>(PackedMatrix::kPanel) / kLanes<V>;
-
-// Through a reference, not a return value: a function returning a vector has
-// a different ABI with and without the wider registers.
-template <class V>
-[[gnu::always_inline]] inline void load(V& v, const float* p) {
-  std::memcpy(&v, p, sizeof v);
-}
 
 // Where x[r, k] is: rows of x ldx apart, or (XT) x given as its transpose, x^T
 // (K, M) with rows ldx apart, so that x[r, k] = x^T[k, r] (the R values a k
@@ -110,7 +79,9 @@ struct Prefetch {
   std::int64_t count = 0;
 };
 
-// Whether any lane of a comparison's result is set.
+// Whether any lane of a comparison's result is set. Here, after the kernels'
+// declarations: GCC declares the AVX-512 builtin it calls only once it has seen
+// a declaration for that target.
 template <class I>
 [[gnu::always_inline]] inline bool any_lane(const I& mask) {
 #if defined(ATTEND_PACKED_WIDE)
@@ -215,9 +186,10 @@ template <class V, int R, int P>
 // loads of W and R broadcasts of x feed R * P * kSplit independent multiply-adds.
 // Then the epilogue (Lanes): + bias, and the rows' summaries.
 // E: with the epilogue; PF: with the prefetches. Each is a template flag so that
-// a product without them runs none of their code: with the prefetch's counters in
-// the k loop the 8-row block ran short of registers (the LSTM layer's forward
-// ~10% slower), and the epilogue's checks cost the plain products too.
+// a product without them runs none of their code: the prefetch's counters in
+// the k loop take general registers a wide block needs for its row pointers,
+// and the epilogue's checks would cost the plain products too.
+// bench_lstm (the recurrent product) and bench_packed show the difference.
 template <class V, int R, int P, bool XT, bool E, bool PF>
 [[gnu::always_inline]] inline void block(const float* x, std::int64_t ldx, const PackedMatrix& w, std::int64_t p0,
                                          float beta, float* y, std::int64_t ldy, Prefetch pf, const Lanes& epi) {
@@ -229,9 +201,9 @@ template <class V, int R, int P, bool XT, bool E, bool PF>
   const float* panel[P];
   for (int p = 0; p < P; ++p) panel[p] = w.panel(p0 + p);
   // beta != 0 reads the block of y after the k loop: its lines are asked for
-  // now, so that they arrive while the loop runs. The LSTM layer's recurrent
+  // now, so that they arrive while the loop runs: the LSTM layer's recurrent
   // product adds into a step's gate rows, 64 rows 120 KiB apart that come from
-  // L3; its forward ran ~2% faster (bench_lstm: 7 of 8 alternating pairs).
+  // L3 (bench_lstm times the layer's forward).
   if (beta != 0.0f)
     for (int r = 0; r < R; ++r)
       for (int p = 0; p < P; ++p) {
@@ -241,8 +213,8 @@ template <class V, int R, int P, bool XT, bool E, bool PF>
         __builtin_prefetch(y_rp + std::min(PackedMatrix::kPanel, w.n() - col) - 1, 1, 3);
       }
   // Unrolled 4 times: the loop's own compare-and-branch and pointer steps
-  // otherwise share the issue slots with the multiply-adds (AVX2 at M decoding's
-  // output projection: ~90 to ~96 GFLOP/s in A/B runs).
+  // otherwise share the issue slots with the multiply-adds (bench_packed times
+  // each instruction set's kernel at the shapes attend runs).
 #pragma GCC unroll 4
   for (std::int64_t k = 0; k < K; ++k) {
     if constexpr (PF)
@@ -366,8 +338,10 @@ const float* row_blocks(std::int64_t M, const float* x, std::int64_t ldx, std::i
 
 // The product with x as rows (R rows per block) or as its transpose (RT rows),
 // with or without the epilogue, and (x as rows) with or without the prefetches:
-// those where W is streamed and over kPrefetchAbove bytes (M greedy decoding 6%
-// faster in A/B runs; S training 3% slower where its W of 256 KiB was prefetched).
+// those where W is streamed and over kPrefetchAbove bytes: a weight that large
+// does not stay in L2 from one decoding step to the next, while a smaller one
+// (S training's) does, and prefetching it only costs (`attend bench` at configs
+// S and M shows both).
 template <class V, int R, int RT, int P>
 [[gnu::always_inline]] inline void run_kernel(bool xt, std::int64_t M, const float* x, std::int64_t ldx,
                                               const PackedMatrix& w, float beta, float* y, std::int64_t ldy,
@@ -382,9 +356,9 @@ template <class V, int R, int RT, int P>
   // A streamed W of many panels (decoding's output projection) takes x in blocks
   // of R rows, each k-major (x_b[k][r]): the block's R broadcasts then come from
   // one pointer, where R row pointers had outgrown the 16 general registers and
-  // were reloaded from the stack at every k. Decoding at config M ~5% faster in
-  // A/B runs. For fewer columns the copy of x costs more than it saves (M
-  // decoding's 1024-column products: 2% slower).
+  // were reloaded from the stack at every k. With fewer columns the copy of x
+  // costs more than it saves (`attend bench --no-train` at config M decodes
+  // through both kinds: the 8,000-column projection, the 1,024-column cell).
   if constexpr (R >= 6)
     if (pf && M >= 2 * R && w.n() >= kBlockedFromColumns) {
       const float* blocks = row_blocks<R>(M, x, ldx, w.k());

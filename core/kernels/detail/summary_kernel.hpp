@@ -2,12 +2,13 @@
 // The kernel of blas::summarise_rows (core/kernels/packed_gemm.hpp): the row summaries
 // of y = x @ W^T + bias, with no y and no packed W. Included by
 // core/kernels/packed_gemm*.cpp (and bench/kernel_shapes.cpp) after
-// core/kernels/detail/packed_kernel.hpp, whose vector types, loads, any_lane and exp2 it shares.
+// core/kernels/detail/packed_kernel.hpp, whose vector types and loads
+// (core/kernels/detail/kernel_vectors.hpp), any_lane and exp2 it shares.
 //
 // The product runs turned around, y^T = W @ x^T: the kernel's rows are W's
 // rows, read where they are (R of them, R columns of y, per block), and its
 // panels are x's, packed (x has a few rows; W is the big operand: 8 MB at M
-// decoding, where packing it took ~2% of greedy decoding, per search). An
+// decoding, which would otherwise be packed once per search). An
 // accumulator then holds one column of y for the 16 rows of a panel, so lane j
 // of every vector is row j of the panel: a row's summary is gathered lane-wise,
 // with one state per panel for all R columns of a block, not one per row of y
@@ -110,7 +111,7 @@ template <class V, int R>
 //   s' = s + sum of e^(z - r') over the R columns
 //   best: the column of z where z > the best so far, skip's column left out
 // kSums false: the maximum and the best alone, no r, s or exponential (greedy
-// decoding without scores; ~5% of M decoding's projection).
+// decoding without scores; `attend bench` times greedy with and without them).
 template <class V, int R, int P, bool kSums>
 [[gnu::always_inline]] inline void column_block(const float* w, std::int64_t ldw, const PackedMatrix& xp,
                                                 std::int64_t p0, std::int64_t n0, const float* bias,

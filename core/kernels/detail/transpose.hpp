@@ -18,10 +18,9 @@ namespace attend {
 // Each tile prefetches, for writing, its rows' lines of the tile kAhead tiles
 // further along: where dst is not in cache, the stores otherwise missed one
 // after another. The LSTM layer's backward puts each step's da (B, 4H) into
-// columns of da^T (4H, T*B), 7.8 MB at B = 64, T = 30, H = 256: its 4 lines in
-// each of 1,024 rows took ~19 ns a line, the transposes about a tenth of the
-// backward. With the prefetches the backward ran 2-4% faster (its time against
-// oneDNN's in one process: 5 runs each way, alternating with the build before).
+// columns of da^T (4H, T*B), 7.8 MB at B = 64, T = 30, H = 256, out of cache:
+// 4 lines in each of 1,024 rows, each store a miss that waits for the one before.
+// bench_lstm_onednn times the layer's backward against oneDNN's.
 template <class T, bool kAccumulate>
 void transpose_tiles(const T* src, std::int64_t lds, T* dst, std::int64_t ldd, std::int64_t a, std::int64_t b) {
   constexpr std::int64_t kTile = 16, kAhead = 8;
