@@ -6,12 +6,14 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <optional>
 
 #include <unistd.h>
 
 #include "models/train/distributed.hpp"
 #include "models/data/toy_language.hpp"
 #include "models/train/trainer.hpp"
+#include "tests/support/scratch.hpp"
 #include "tests/support/toy_data.hpp"
 
 using namespace attend;
@@ -88,13 +90,20 @@ std::uint64_t fingerprint(const Run& run) {
   return h;
 }
 
-// One directory for all ranks: rank 0's name.
-std::string shared_temp_dir(const char* name) {
-  std::string dir = (fs::temp_directory_path() / fmt::format("attend-mpi-{}-{}", name, ::getpid())).string();
-  broadcast_string(world(), dir);
-  if (world().is_root()) fs::remove_all(dir);
-  return dir;
-}
+// One directory for all ranks, not made yet: `run` in a scratch directory of
+// rank 0 (tests/support/scratch.hpp), which rank 0 removes when the test ends,
+// however it ends.
+struct SharedScratch {
+  std::optional<attend::testing::Scratch> on_root;
+  std::string dir;
+  explicit SharedScratch(const char* name) {
+    if (world().is_root()) {
+      on_root.emplace(fmt::format("attend-mpi-{}", name));
+      dir = on_root->path("run");
+    }
+    broadcast_string(world(), dir);
+  }
+};
 
 }  // namespace
 
@@ -146,7 +155,8 @@ TEST_CASE("a resumed data-parallel run continues exactly as an uninterrupted one
   const Run straight = train(d, o, &world(), 0.2);
   REQUIRE(straight.losses.size() == 14);
 
-  const std::string dir = shared_temp_dir("resume");
+  const SharedScratch scratch("resume");
+  const std::string& dir = scratch.dir;
   Run resumed;
   {
     TrainOptions first = o;
@@ -174,7 +184,6 @@ TEST_CASE("a resumed data-parallel run continues exactly as an uninterrupted one
     CHECK(resumed.losses[i] == straight.losses[i]);  // bit for bit
   }
   for (const auto& [name, p] : straight.params) CHECK_MESSAGE(equal(p, resumed.params.at(name)), name);
-  if (world().is_root()) fs::remove_all(dir);
 }
 
 TEST_CASE("a checkpoint written under MPI resumes in one process, and one of one process under MPI") {
@@ -198,20 +207,20 @@ TEST_CASE("a checkpoint written under MPI resumes in one process, and one of one
   TrainOptions first = o;
   first.max_steps = 4;
   SUBCASE("MPI, then one process (rank 0, which has the files)") {
-    first.out_dir = shared_temp_dir("to-single");
+    const SharedScratch scratch("to-single");
+    first.out_dir = scratch.dir;
     train(d, first, &world());
     if (world().is_root()) {
       const double worst = worst_difference(resume_and_finish(first.out_dir, nullptr), straight);
       CHECK_MESSAGE(worst < 1e-10, "largest parameter difference ", worst);
-      fs::remove_all(first.out_dir);
     }
   }
   SUBCASE("one process (rank 0), then MPI") {
-    first.out_dir = shared_temp_dir("from-single");
+    const SharedScratch scratch("from-single");
+    first.out_dir = scratch.dir;
     if (world().is_root()) train(d, first, nullptr);
     const double worst = worst_difference(resume_and_finish(first.out_dir, &world()), straight);
     CHECK_MESSAGE(worst < 1e-10, "rank ", world().rank(), ": largest parameter difference ", worst);
-    if (world().is_root()) fs::remove_all(first.out_dir);
   }
 }
 
@@ -245,7 +254,8 @@ TEST_CASE("a failure on one rank stops every rank with the same message") {
     Generator init(1);
     Seq2Seq model(small_config(d, 0), init, Float64);
     TrainOptions o = options(8, 3);
-    o.out_dir = shared_temp_dir("missing");
+    const SharedScratch scratch("missing");
+    o.out_dir = scratch.dir;
     Trainer t(model, d.target, d.train, d.valid, o);
     t.distribute(world());
     CHECK_THROWS_WITH_AS(t.resume(), doctest::Contains("rank 0 of"), CollectiveError);
@@ -257,7 +267,8 @@ TEST_CASE("a stop request on one rank stops every rank after the same step, with
   Generator init(1);
   Seq2Seq model(small_config(d, 0), init, Float64);
   TrainOptions o = options(8, 0);
-  o.out_dir = shared_temp_dir("stop");
+  const SharedScratch scratch("stop");
+  o.out_dir = scratch.dir;
   std::atomic<bool> stop{false};
   Trainer t(model, d.target, d.train, d.valid, o);
   t.distribute(world());
@@ -267,8 +278,6 @@ TEST_CASE("a stop request on one rank stops every rank after the same step, with
   };
   t.run();
   CHECK(t.global_step() == 3);  // the request rides on step 3's sum; all stop before step 4
-  if (world().is_root()) {
-    CHECK(fs::exists(fs::path(o.out_dir) / "checkpoint" / "trainer_state.json"));
-    fs::remove_all(o.out_dir);
-  }
+  if (world().is_root()) CHECK(fs::exists(fs::path(o.out_dir) / "checkpoint" / "trainer_state.json"));
 }
+
