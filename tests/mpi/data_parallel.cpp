@@ -10,6 +10,7 @@
 
 #include <unistd.h>
 
+#include "models/data/dataset.hpp"
 #include "models/train/distributed.hpp"
 #include "models/data/toy_language.hpp"
 #include "models/train/trainer.hpp"
@@ -281,3 +282,30 @@ TEST_CASE("a stop request on one rank stops every rank after the same step, with
   if (world().is_root()) CHECK(fs::exists(fs::path(o.out_dir) / "checkpoint" / "trainer_state.json"));
 }
 
+// The SentencePiece model of `attend train --subword` (models/data/dataset.hpp's
+// SubwordSetup::trainer): trained by rank 0 alone, every rank holds its bytes.
+// The other ranks ask for another vocabulary size here, which only a rank that
+// trained a model of its own would get.
+TEST_CASE("a subword model is trained on rank 0 alone, and every rank holds its very bytes") {
+  ToyCorpusOptions toy;
+  toy.n = 300;
+  toy.max_len = 12;
+  DatasetOptions o;
+  o.subword.type = "unigram";
+  o.subword.vocab_size = world().is_root() ? 120 : 100;
+  o.subword.trainer = subword_trainer_on_root(world());
+  const Dataset d = build_dataset(toy_pairs(toy), o);
+  REQUIRE(d.codecs.source.is_subword());
+  const std::string& bytes = d.codecs.source.subword()->bytes();
+  CHECK(d.codecs.source.subword()->size() == 120);
+  std::uint64_t mine = 1469598103934665603ULL;
+  for (char c : bytes) mine = (mine ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+  for (std::uint64_t other : world().all_gather(std::span(&mine, 1))) CHECK(other == mine);
+}
+
+TEST_CASE("a subword training that fails on rank 0 fails on every rank, with its message") {
+  SubwordTrainOptions o;
+  o.vocab_size = 5000;  // far more pieces than three letters allow
+  CHECK_THROWS_WITH_AS(subword_trainer_on_root(world())({"a b c", "b c a"}, o),
+                       doctest::Contains("rank 0 of"), CollectiveError);
+}
