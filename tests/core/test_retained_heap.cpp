@@ -82,7 +82,7 @@ void glibc_starting_values() {
 
 }  // namespace
 
-TEST_CASE("a library program gets the retained heap without asking; its own choice stays") {
+TEST_CASE("a library program gets the retained heap without asking, and keeps a choice of its own") {
 #if defined(__SANITIZE_ADDRESS__)
   return;  // its allocator, not glibc's (not memory::caching(): this process makes no tensor, its children do)
 #endif

@@ -67,7 +67,7 @@ TEST_CASE("a program's scratch directories are in a directory of its own, locked
 
 // A program killed outright (a crash, a timeout's SIGKILL) runs no destructor:
 // its directory stays until the next program's first scratch directory.
-TEST_CASE("what a killed program left is removed by the next; a running program's stays") {
+TEST_CASE("what a killed program left is removed by the next program, and what a running one has stays") {
   namespace detail = attend::testing::scratch_detail;
   const Scratch s("attend_scratch");
   const fs::path tmp = s.dir / "tmp";
