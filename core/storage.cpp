@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <new>
 #include <vector>
@@ -148,8 +149,41 @@ struct Cache {
   }
 };
 
+// malloc's thresholds (memory::retain_freed_heap): the library's default is set
+// once, at the first tensor allocation, unless the program chose first, by
+// calling retain_freed_heap or through glibc's environment variables.
+constexpr std::size_t kRetainedHeapBytes = std::size_t{32} << 20;
+std::mutex heap_choice_mutex;
+bool heap_chosen = false;
+
+void set_malloc_thresholds(std::size_t bytes) {
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__)
+  const int n = static_cast<int>(std::min<std::size_t>(bytes, std::size_t{1} << 30));
+  mallopt(M_TRIM_THRESHOLD, n);
+  mallopt(M_MMAP_THRESHOLD, n);
+#else
+  (void)bytes;
+#endif
+}
+
+bool environment_sets_malloc_thresholds() {
+  for (const char* name : {"MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_"})
+    if (std::getenv(name) != nullptr) return true;
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  return tunables != nullptr && (std::strstr(tunables, "malloc.trim_threshold") != nullptr ||
+                                 std::strstr(tunables, "malloc.mmap_threshold") != nullptr);
+}
+
+void retain_freed_heap_by_default() {
+  const std::lock_guard lock(heap_choice_mutex);
+  if (heap_chosen) return;
+  heap_chosen = true;
+  if (!environment_sets_malloc_thresholds()) set_malloc_thresholds(kRetainedHeapBytes);
+}
+
 Cache& cache() {
-  static Cache* c = new Cache();  // never destroyed: storages may outlive static destructors
+  // never destroyed: storages may outlive static destructors
+  static Cache* c = (retain_freed_heap_by_default(), new Cache());
   return *c;
 }
 
@@ -221,13 +255,9 @@ bool caching() {
   return cache().enabled;
 }
 void retain_freed_heap(std::size_t bytes) {
-#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__)
-  const int n = static_cast<int>(std::min<std::size_t>(bytes, std::size_t{1} << 30));
-  mallopt(M_TRIM_THRESHOLD, n);
-  mallopt(M_MMAP_THRESHOLD, n);
-#else
-  (void)bytes;
-#endif
+  const std::lock_guard lock(heap_choice_mutex);
+  heap_chosen = true;
+  set_malloc_thresholds(bytes);
 }
 long minor_page_faults() {
   rusage usage{};

@@ -60,9 +60,14 @@ bool caching();
 // free, and map larger blocks afresh, so a loop that frees and allocates again
 // a few hundred KiB per turn (beam search's hypotheses and per-search buffers)
 // touched fresh pages every time: at config S a fifth of beam search's time.
-// The process then holds up to `bytes` more than it uses. The command line
-// calls it at start with 32 MiB; tensors (the cache above) do not go through it.
-// Does nothing where malloc is not glibc's, or is a sanitizer's.
+// The process then holds up to `bytes` more than it uses. attend sets 32 MiB by
+// itself at its first tensor allocation, unless the program chose before: by
+// calling this, or with glibc's MALLOC_TRIM_THRESHOLD_, MALLOC_MMAP_THRESHOLD_
+// or GLIBC_TUNABLES=glibc.malloc.{trim,mmap}_threshold. glibc cannot tell what
+// mallopt was given, so a program that calls mallopt for these two itself does
+// it after its first tensor. Tensors (the cache above) do not go through
+// malloc's thresholds. Does nothing where malloc is not glibc's, or is a
+// sanitizer's.
 void retain_freed_heap(std::size_t bytes);
 // Minor page faults of this process so far (getrusage's ru_minflt): how many
 // fresh pages it has touched. A steady-state training step should add ~none.

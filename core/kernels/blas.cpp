@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <tuple>
 
@@ -17,6 +18,28 @@
 namespace attend::blas {
 namespace {
 CBLAS_TRANSPOSE op(bool trans) { return trans ? CblasTrans : CblasNoTrans; }
+
+// OpenBLAS built with pthreads (Debian's default) and set to one thread runs a
+// product on the caller's thread, and products from several threads run at once.
+// On more threads it hands the product to its thread pool, which is not made for
+// several callers at once, nor for its size changing under a running product
+// (OpenBLAS's FAQ: a program that calls it from several threads should give it
+// one); a sequential build is reentrant only if built with USE_LOCKING, which it
+// does not tell. So every OpenBLAS call holds this lock: shared in the first case,
+// exclusive otherwise, and set_num_threads takes it exclusively. attend
+// experiment trains three models on three threads at once
+// (tests/core/kernels/test_blas_threads.cpp).
+std::shared_mutex openblas_mutex;
+
+template <class F>
+void call_openblas(F&& call) {
+  {
+    const std::shared_lock shared(openblas_mutex);
+    if (openblas_get_parallel() == 1 && openblas_get_num_threads() == 1) return call();  // 1: pthreads
+  }
+  const std::unique_lock exclusive(openblas_mutex);
+  call();
+}
 
 // An empty product still has to apply beta to C.
 template <class T>
@@ -171,9 +194,11 @@ void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64
         },
         true);
   timed(trans_a, trans_b, m, n, k, [&] {
-    cblas_sgemm(CblasRowMajor, op(trans_a), op(trans_b), static_cast<blasint>(m), static_cast<blasint>(n),
-                static_cast<blasint>(k), alpha, a, static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta,
-                c, static_cast<blasint>(ldc));
+    call_openblas([&] {
+      cblas_sgemm(CblasRowMajor, op(trans_a), op(trans_b), static_cast<blasint>(m), static_cast<blasint>(n),
+                  static_cast<blasint>(k), alpha, a, static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta,
+                  c, static_cast<blasint>(ldc));
+    });
   });
 }
 
@@ -182,9 +207,11 @@ void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64
           std::int64_t ldc) {
   if (empty_product(m, n, k, beta, c, ldc)) return;
   timed(trans_a, trans_b, m, n, k, [&] {
-    cblas_dgemm(CblasRowMajor, op(trans_a), op(trans_b), static_cast<blasint>(m), static_cast<blasint>(n),
-                static_cast<blasint>(k), alpha, a, static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta,
-                c, static_cast<blasint>(ldc));
+    call_openblas([&] {
+      cblas_dgemm(CblasRowMajor, op(trans_a), op(trans_b), static_cast<blasint>(m), static_cast<blasint>(n),
+                  static_cast<blasint>(k), alpha, a, static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta,
+                  c, static_cast<blasint>(ldc));
+    });
   });
 }
 
@@ -212,6 +239,7 @@ void summarise_rows(std::int64_t m, const float* x, std::int64_t ldx, const floa
 
 void set_num_threads(int n) {
   if (n < 1) fail("blas::set_num_threads: need at least one thread, got {}", n);
+  const std::unique_lock exclusive(openblas_mutex);
   openblas_set_num_threads(n);
 }
 

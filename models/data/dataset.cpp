@@ -29,7 +29,7 @@ TextCodecs make_subword_codecs(const std::vector<SentencePair>& train, const Sub
     return out;
   };
   auto train_on = [&](const std::vector<std::string>& text) {
-    return std::make_shared<const SubwordModel>(SubwordModel::train(text, o));
+    return std::make_shared<const SubwordModel>(setup.trainer ? setup.trainer(text, o) : SubwordModel::train(text, o));
   };
   if (!setup.separate) {
     auto joint = train_on(text_of(true, true));

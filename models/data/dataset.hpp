@@ -23,6 +23,7 @@ struct SubwordSetup {
   std::int64_t vocab_size = 8000;
   bool separate = false;  // with type: one model per side instead of one joint model
   std::string model, source_model, target_model;
+  SubwordTrainer trainer;  // with type: what trains the models; empty: SubwordModel::train
   bool enabled() const { return !type.empty() || !model.empty() || !source_model.empty() || !target_model.empty(); }
 };
 

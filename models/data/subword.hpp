@@ -7,6 +7,7 @@
 // spm_train writes it and Python's sentencepiece reads it. This header does not
 // expose the library: subword.cpp is the only file that includes it.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -57,6 +58,11 @@ class SubwordModel {
   explicit SubwordModel(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// What trains a model from sentences: SubwordModel::train, or under MPI one
+// that trains on rank 0 only and sends the model to the other ranks
+// (subword_trainer_on_root, models/train/distributed.hpp).
+using SubwordTrainer = std::function<SubwordModel(const std::vector<std::string>&, const SubwordTrainOptions&)>;
 
 // Whether the piece starts a word (begins with U+2581).
 bool starts_word(std::string_view piece);

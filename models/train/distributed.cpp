@@ -100,6 +100,22 @@ void agree_on_failure(Communicator& comm, bool failed, const std::string& messag
                                    : fmt::format("rank {} of {} (and {} more): {}", first, comm.size(), count - 1, text));
 }
 
+SubwordTrainer subword_trainer_on_root(Communicator& comm, int root) {
+  return [&comm, root](const std::vector<std::string>& sentences, const SubwordTrainOptions& options) {
+    std::string bytes, failure;
+    if (comm.rank() == root) {
+      try {
+        bytes = SubwordModel::train(sentences, options).bytes();
+      } catch (const Error& e) {
+        failure = e.what();
+      }
+    }
+    agree_on_failure(comm, !failure.empty(), failure);
+    broadcast_string(comm, bytes, root);
+    return SubwordModel::from_bytes(std::move(bytes), fmt::format("the subword model rank {} trained", root));
+  };
+}
+
 void check_same_on_every_rank(Communicator& comm, std::uint64_t value, const std::string& what) {
   const std::vector<std::uint64_t> all = comm.all_gather(std::span(&value, 1));
   for (int r = 1; r < comm.size(); ++r)

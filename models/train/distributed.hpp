@@ -36,6 +36,7 @@
 
 #include "core/tensor.hpp"
 #include "models/data/corpus.hpp"
+#include "models/data/subword.hpp"
 
 namespace attend {
 
@@ -97,6 +98,13 @@ void broadcast_string(Communicator& comm, std::string& text, int root = 0);
 void broadcast_parameters(Communicator& comm, const std::vector<Tensor>& params, int root = 0);
 // Root's whole map (names, shapes, dtypes, values) replaces every other rank's.
 void broadcast_tensor_map(Communicator& comm, std::map<std::string, Tensor>& tensors, int root = 0);
+
+// A SubwordTrainer (models/data/subword.hpp) for every rank of comm: rank
+// `root` trains the model and sends its bytes to the others, so that every rank
+// holds that very model and the others spend no time on it. Collective: every
+// rank calls it with the same sentences. When the training fails on the root,
+// every rank throws CollectiveError with its message. comm must outlive it.
+SubwordTrainer subword_trainer_on_root(Communicator& comm, int root = 0);
 
 // A failure of some ranks that every rank knows of, because they found it
 // together: each rank throws the same CollectiveError, so a program can let rank

@@ -87,8 +87,9 @@ TEST_CASE("steady-state training steps add no page faults") {
 // Beam search frees and allocates again a few hundred KiB per search (its
 // hypotheses, the (N, V) log-probabilities); glibc gives such memory back to
 // the system as soon as 128 KiB at the heap's top are free, so every search
-// touched fresh pages, until memory::retain_freed_heap (which the command line
-// calls) had the heap keep them. Counts faults, not time.
+// touched fresh pages, until memory::retain_freed_heap (which attend sets by
+// itself at its first tensor: tests/core/test_retained_heap.cpp) had the heap
+// keep them. Counts faults, not time.
 TEST_CASE("repeated beam searches add no page faults once the heap keeps freed memory") {
   if (!memory::caching()) return;  // the sanitizer build: its allocator, not glibc's
   Seq2SeqConfig c;

@@ -9,6 +9,7 @@
 #include "autograd/autograd.hpp"
 #include "core/io/safetensors.hpp"
 #include "layers/layers.hpp"
+#include "tests/support/scratch.hpp"
 
 using namespace attend;
 namespace fs = std::filesystem;
@@ -16,14 +17,8 @@ namespace fs = std::filesystem;
 namespace {
 
 // A fresh directory per test case, removed afterwards.
-struct TempDir {
-  fs::path dir;
-  TempDir() {
-    static int counter = 0;
-    dir = fs::temp_directory_path() / fmt::format("attend_test_serialize_{}_{}", ::getpid(), counter++);
-    fs::create_directories(dir);
-  }
-  ~TempDir() { fs::remove_all(dir); }
+struct TempDir : attend::testing::Scratch {
+  TempDir() : Scratch("attend-test-serialize") {}
   std::string file(const std::string& name) const { return (dir / name).string(); }
 };
 

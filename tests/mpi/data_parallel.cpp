@@ -6,12 +6,15 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <optional>
 
 #include <unistd.h>
 
+#include "models/data/dataset.hpp"
 #include "models/train/distributed.hpp"
 #include "models/data/toy_language.hpp"
 #include "models/train/trainer.hpp"
+#include "tests/support/scratch.hpp"
 #include "tests/support/toy_data.hpp"
 
 using namespace attend;
@@ -89,13 +92,20 @@ std::uint64_t fingerprint(const Run& run) {
   return h;
 }
 
-// One directory for all ranks: rank 0's name.
-std::string shared_temp_dir(const char* name) {
-  std::string dir = (fs::temp_directory_path() / fmt::format("attend-mpi-{}-{}", name, ::getpid())).string();
-  broadcast_string(world(), dir);
-  if (world().is_root()) fs::remove_all(dir);
-  return dir;
-}
+// One directory for all ranks, not made yet: `run` in a scratch directory of
+// rank 0 (tests/support/scratch.hpp), which rank 0 removes when the test ends,
+// however it ends.
+struct SharedScratch {
+  std::optional<attend::testing::Scratch> on_root;
+  std::string dir;
+  explicit SharedScratch(const char* name) {
+    if (world().is_root()) {
+      on_root.emplace(fmt::format("attend-mpi-{}", name));
+      dir = on_root->path("run");
+    }
+    broadcast_string(world(), dir);
+  }
+};
 
 }  // namespace
 
@@ -147,7 +157,8 @@ TEST_CASE("a resumed data-parallel run continues exactly as an uninterrupted one
   const Run straight = train(d, o, &world(), 0.2);
   REQUIRE(straight.losses.size() == 14);
 
-  const std::string dir = shared_temp_dir("resume");
+  const SharedScratch scratch("resume");
+  const std::string& dir = scratch.dir;
   Run resumed;
   {
     TrainOptions first = o;
@@ -176,7 +187,6 @@ TEST_CASE("a resumed data-parallel run continues exactly as an uninterrupted one
     CHECK(resumed.losses[i] == straight.losses[i]);  // bit for bit
   }
   for (const auto& [name, p] : straight.params) CHECK_MESSAGE(equal(p, resumed.params.at(name)), name);
-  if (world().is_root()) fs::remove_all(dir);
 }
 
 TEST_CASE("a checkpoint written under MPI resumes in one process, and one of one process under MPI") {
@@ -200,20 +210,20 @@ TEST_CASE("a checkpoint written under MPI resumes in one process, and one of one
   TrainOptions first = o;
   first.max_steps = 4;
   SUBCASE("MPI, then one process (rank 0, which has the files)") {
-    first.out_dir = shared_temp_dir("to-single");
+    const SharedScratch scratch("to-single");
+    first.out_dir = scratch.dir;
     train(d, first, &world());
     if (world().is_root()) {
       const double worst = worst_difference(resume_and_finish(first.out_dir, nullptr), straight);
       CHECK_MESSAGE(worst < 1e-10, "largest parameter difference ", worst);
-      fs::remove_all(first.out_dir);
     }
   }
   SUBCASE("one process (rank 0), then MPI") {
-    first.out_dir = shared_temp_dir("from-single");
+    const SharedScratch scratch("from-single");
+    first.out_dir = scratch.dir;
     if (world().is_root()) train(d, first, nullptr);
     const double worst = worst_difference(resume_and_finish(first.out_dir, &world()), straight);
     CHECK_MESSAGE(worst < 1e-10, "rank ", world().rank(), ": largest parameter difference ", worst);
-    if (world().is_root()) fs::remove_all(first.out_dir);
   }
 }
 
@@ -247,7 +257,8 @@ TEST_CASE("a failure on one rank stops every rank with the same message") {
     Generator init(1);
     Seq2Seq model(small_config(d, 0), init, Float64);
     TrainOptions o = options(8, 3);
-    o.out_dir = shared_temp_dir("missing");
+    const SharedScratch scratch("missing");
+    o.out_dir = scratch.dir;
     Trainer t(model, d.target, d.train, d.valid, o);
     t.distribute(world());
     CHECK_THROWS_WITH_AS(t.resume(), doctest::Contains("rank 0 of"), CollectiveError);
@@ -259,7 +270,8 @@ TEST_CASE("a stop request on one rank stops every rank after the same step, with
   Generator init(1);
   Seq2Seq model(small_config(d, 0), init, Float64);
   TrainOptions o = options(8, 0);
-  o.out_dir = shared_temp_dir("stop");
+  const SharedScratch scratch("stop");
+  o.out_dir = scratch.dir;
   std::atomic<bool> stop{false};
   TrainHooks hooks;
   hooks.stop = &stop;
@@ -270,8 +282,33 @@ TEST_CASE("a stop request on one rank stops every rank after the same step, with
   t.distribute(world());
   t.run();
   CHECK(t.global_step() == 3);  // the request rides on step 3's sum; all stop before step 4
-  if (world().is_root()) {
-    CHECK(fs::exists(fs::path(o.out_dir) / "checkpoint" / "trainer_state.json"));
-    fs::remove_all(o.out_dir);
-  }
+  if (world().is_root()) CHECK(fs::exists(fs::path(o.out_dir) / "checkpoint" / "trainer_state.json"));
+}
+
+// The SentencePiece model of `attend train --subword` (models/data/dataset.hpp's
+// SubwordSetup::trainer): trained by rank 0 alone, every rank holds its bytes.
+// The other ranks ask for another vocabulary size here, which only a rank that
+// trained a model of its own would get.
+TEST_CASE("a subword model is trained on rank 0 alone, and every rank holds its very bytes") {
+  ToyCorpusOptions toy;
+  toy.n = 300;
+  toy.max_len = 12;
+  DatasetOptions o;
+  o.subword.type = "unigram";
+  o.subword.vocab_size = world().is_root() ? 120 : 100;
+  o.subword.trainer = subword_trainer_on_root(world());
+  const Dataset d = build_dataset(toy_pairs(toy), o);
+  REQUIRE(d.codecs.source.is_subword());
+  const std::string& bytes = d.codecs.source.subword()->bytes();
+  CHECK(d.codecs.source.subword()->size() == 120);
+  std::uint64_t mine = 1469598103934665603ULL;
+  for (char c : bytes) mine = (mine ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+  for (std::uint64_t other : world().all_gather(std::span(&mine, 1))) CHECK(other == mine);
+}
+
+TEST_CASE("a subword training that fails on rank 0 fails on every rank, with its message") {
+  SubwordTrainOptions o;
+  o.vocab_size = 5000;  // far more pieces than three letters allow
+  CHECK_THROWS_WITH_AS(subword_trainer_on_root(world())({"a b c", "b c a"}, o),
+                       doctest::Contains("rank 0 of"), CollectiveError);
 }

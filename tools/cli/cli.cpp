@@ -13,7 +13,6 @@
 #include "core/error.hpp"
 #include "core/io/file_io.hpp"
 #include "core/io/printable.hpp"
-#include "core/storage.hpp"
 #include "tools/cli/commands.hpp"
 
 namespace attend::tools {
@@ -46,7 +45,6 @@ std::string blas_kernels_line() {
 }
 
 int run_cli(int argc, char** argv, const std::string& version) {
-  memory::retain_freed_heap(std::size_t{32} << 20);  // see core/storage.hpp: decoding touched fresh pages every search
   CLI::App app{"attend: sequence-to-sequence models with attention, from scratch, on a CPU"};
   app.set_version_flag("--version", "attend " + version + "\n" + blas_kernels_line());
   app.require_subcommand(1);

@@ -1,5 +1,6 @@
 #include "tools/cli/terminal.hpp"
 
+#include <termios.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,13 +15,17 @@
 
 namespace attend::tools {
 
-// Open MPI's launcher gives each process it starts a pseudo-terminal for stdout,
-// whatever mpirun's own output is: isatty says "terminal" for `mpirun ... > log`
-// too, and the bar's carriage returns would end up in the file. A process mpirun
-// started (OMPI_COMM_WORLD_SIZE set) cannot know where its output goes, so it
-// writes plain lines.
+// A stream is a terminal when it writes to this process's own terminal: the
+// controlling terminal of its session (a shell's, ssh -t's, tmux's). isatty
+// alone is not enough: Open MPI's launcher gives each process it starts a
+// pseudo-terminal for stdout whatever mpirun's own output is, so `mpirun ... >
+// log` looked like a terminal and the bar's carriage returns went into the
+// file. That pseudo-terminal is no process's controlling terminal, so tcgetsid
+// refuses it. Asked of the descriptor written, in each process: no guess from
+// the environment.
 bool is_terminal(std::FILE* stream) {
-  return isatty(fileno(stream)) != 0 && std::getenv("OMPI_COMM_WORLD_SIZE") == nullptr;
+  const int fd = fileno(stream);
+  return fd >= 0 && isatty(fd) != 0 && tcgetsid(fd) == getsid(0);
 }
 
 std::string format_duration(double seconds) {

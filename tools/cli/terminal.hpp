@@ -9,7 +9,8 @@
 
 namespace attend::tools {
 
-// isatty, except under Open MPI's mpirun, whose pseudo-terminals say nothing of where the output goes.
+// Whether the stream writes to this process's controlling terminal: a pipe, a file, or
+// a pseudo-terminal that is not its own (mpirun hands one to each rank) is not.
 bool is_terminal(std::FILE* stream);
 
 // "1:05:03", "4:09" or "12s".

@@ -126,7 +126,9 @@ nlohmann::json run_experiment(ExperimentOptions o) {
   o.defaults();
   const auto start = Clock::now();
   std::filesystem::create_directories(o.out_dir);
-  blas::set_num_threads(1);  // one core per model, the models side by side
+  // One core per model, the models side by side. Their threads call OpenBLAS at
+  // once; core/kernels/blas.cpp lets them only while it has one thread.
+  blas::set_num_threads(1);
 
   // ---- data -------------------------------------------------------------------
   ToyCorpusOptions train_toy;

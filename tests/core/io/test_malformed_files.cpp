@@ -18,6 +18,7 @@
 #include "core/io/limits.hpp"
 #include "core/io/safetensors.hpp"
 #include "models/data/gettext.hpp"
+#include "tests/support/scratch.hpp"
 
 using namespace attend;
 using namespace std::string_literals;
@@ -25,15 +26,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path dir = fs::temp_directory_path() / ("attend_malformed_" + std::to_string(::getpid()));
-  TempDir() { fs::create_directories(dir); }
-  ~TempDir() { fs::remove_all(dir); }
-  std::string write(const std::string& name, const std::string& bytes) const {
-    const std::string path = (dir / name).string();
-    std::ofstream(path, std::ios::binary) << bytes;
-    return path;
-  }
+struct TempDir : attend::testing::Scratch {
+  TempDir() : Scratch("attend-test-malformed") {}
 };
 
 // ---------------------------------------------------------------- safetensors

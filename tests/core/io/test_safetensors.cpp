@@ -16,6 +16,7 @@
 #include "core/core.hpp"
 #include "core/io/file_io.hpp"
 #include "core/io/safetensors.hpp"
+#include "tests/support/scratch.hpp"
 #include "tools/cli/inspect.hpp"
 
 using namespace attend;
@@ -24,15 +25,8 @@ namespace fs = std::filesystem;
 namespace {
 
 // A fresh directory, removed with everything in it at the end of the test.
-struct TempDir {
-  fs::path dir;
-  TempDir() {
-    static int counter = 0;
-    dir = fs::temp_directory_path() / fmt::format("attend_test_safetensors_{}_{}", ::getpid(), counter++);
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~TempDir() { fs::remove_all(dir); }
+struct TempDir : attend::testing::Scratch {
+  TempDir() : Scratch("attend-test-safetensors") {}
   std::string file(const std::string& name) const { return (dir / name).string(); }
   std::set<std::string> listing() const {
     std::set<std::string> names;

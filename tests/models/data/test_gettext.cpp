@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "core/random.hpp"
 #include "models/data/gettext.hpp"
+#include "tests/support/scratch.hpp"
 
 using namespace attend;
 using namespace std::string_literals;
@@ -75,15 +76,12 @@ std::vector<MoEntry> parse_exact(const std::string& bytes, std::string_view name
 }
 
 struct TempDir {
-  TempDir() : path(std::filesystem::temp_directory_path() / ("attend_gettext_" + std::to_string(::getpid()))) {
-    std::filesystem::create_directories(path);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
+  attend::testing::Scratch scratch{"attend-test-gettext"};
   void write(const std::string& relative, const std::string& content) const {
     std::filesystem::create_directories((path / relative).parent_path());
     std::ofstream(path / relative, std::ios::binary) << content;
   }
-  std::filesystem::path path;
+  const std::filesystem::path& path = scratch.dir;
 };
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "models/data/vocabulary.hpp"
+#include "tests/support/scratch.hpp"
 
 using namespace attend;
 using Tokens = std::vector<std::string>;
@@ -19,10 +20,9 @@ namespace {
 
 // A file path of its own for each test, removed at the end of the test.
 struct TempFile {
-  explicit TempFile(const std::string& name)
-      : path((std::filesystem::temp_directory_path() /
-              ("attend_vocab_" + std::to_string(::getpid()) + "_" + name)).string()) {}
-  ~TempFile() { std::filesystem::remove(path); }
+  attend::testing::Scratch scratch{"attend-test-vocabulary"};
+  const std::string path;
+  explicit TempFile(const std::string& name) : path(scratch.path(name)) {}
   void write(const std::string& content) const { std::ofstream(path, std::ios::binary) << content; }
   std::string read() const {
     std::ifstream file(path, std::ios::binary);
@@ -30,7 +30,6 @@ struct TempFile {
     s << file.rdbuf();
     return s.str();
   }
-  std::string path;
 };
 
 TokenCounts example_counts() {

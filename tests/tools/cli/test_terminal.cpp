@@ -1,12 +1,13 @@
 // tools/terminal: the progress bar's text, the attention drawing, signed maps
 // (dL/dalpha) and text blocks side by side, and when output counts as a terminal.
 #include <doctest/doctest.h>
-#include <fcntl.h>
+#include <pty.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
-#include <optional>
 #include <string>
 
 #include "core/error.hpp"
@@ -32,31 +33,63 @@ TEST_CASE("the progress bar shows position, status and ETA") {
   CHECK(open_ended.render(7, "loss 2", 1.0) == "step 7  loss 2");
 }
 
+namespace {
+
+// Runs is_terminal(stdout) in a child process whose stdout `setup` arranges, and
+// returns what it said: the child's session and terminals are its own.
+bool child_says_terminal(int (*setup)()) {
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    if (setup() != 0) ::_exit(2);
+    ::_exit(is_terminal(stdout) ? 1 : 0);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) != 2);
+  return WEXITSTATUS(status) == 1;
+}
+
+// stdout a pipe.
+int stdout_to_pipe() {
+  int fds[2];
+  if (::pipe(fds) != 0) return 1;
+  return ::dup2(fds[1], STDOUT_FILENO) < 0 ? 1 : 0;
+}
+
+// stdout a pseudo-terminal that is this process's controlling terminal, as a
+// shell in a terminal window (or ssh -t, tmux) starts a program: a new session
+// whose terminal the first tty opened without O_NOCTTY becomes.
+int stdout_to_own_pty() {
+  int master = -1, slave = -1;
+  if (::setsid() < 0 || ::openpty(&master, &slave, nullptr, nullptr, nullptr) != 0) return 1;
+  if (::ioctl(slave, TIOCSCTTY, 0) != 0) return 1;
+  return ::dup2(slave, STDOUT_FILENO) < 0 ? 1 : 0;
+}
+
+// stdout a pseudo-terminal that is not the process's controlling terminal: what
+// Open MPI's launcher gives every rank, whether mpirun's own output is a
+// terminal, a file or a pipe. The environment says nothing of it here.
+int stdout_to_other_pty() {
+  int master = -1, slave = -1;
+  ::unsetenv("OMPI_COMM_WORLD_SIZE");
+  if (::setsid() < 0 || ::openpty(&master, &slave, nullptr, nullptr, nullptr) != 0) return 1;
+  return ::dup2(slave, STDOUT_FILENO) < 0 ? 1 : 0;
+}
+
+}  // namespace
+
 // mpirun hands every rank a pseudo-terminal even for `mpirun ... > log`, and the
 // bar's "\r\033[K" once went into the file (tests/mpi/cli.sh checks that end to end).
-TEST_CASE("output is a terminal when it is a tty, except in a process mpirun started") {
-  const char* name = "OMPI_COMM_WORLD_SIZE";
-  std::optional<std::string> saved;
-  if (const char* v = std::getenv(name)) saved = v;
-  ::unsetenv(name);
-  const int master = ::posix_openpt(O_RDWR | O_NOCTTY);
-  REQUIRE(master >= 0);
-  REQUIRE(::grantpt(master) == 0);
-  REQUIRE(::unlockpt(master) == 0);
-  std::FILE* tty = std::fopen(::ptsname(master), "w");
-  REQUIRE(tty != nullptr);
+TEST_CASE("output is a terminal when it goes to the process's own terminal, not to a pipe or another pty") {
+  CHECK_FALSE(child_says_terminal(stdout_to_pipe));
+  CHECK(child_says_terminal(stdout_to_own_pty));
+  CHECK_FALSE(child_says_terminal(stdout_to_other_pty));
   std::FILE* file = std::tmpfile();
   REQUIRE(file != nullptr);
-  CHECK(is_terminal(tty));
   CHECK_FALSE(is_terminal(file));
-  ::setenv(name, "2", 1);  // as mpirun sets it, here for a pseudo-terminal like the ones it hands out
-  CHECK_FALSE(is_terminal(tty));
-  CHECK_FALSE(is_terminal(file));
-  if (saved) ::setenv(name, saved->c_str(), 1);
-  else ::unsetenv(name);
   std::fclose(file);
-  std::fclose(tty);
-  ::close(master);
 }
 
 TEST_CASE("attention is drawn with source words above their columns") {
