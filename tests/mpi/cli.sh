@@ -6,7 +6,9 @@
 #      one message naming the rank, a non-zero exit, no hang;
 #   3. ranks whose data differ stop together, with one message from rank 0;
 #   4. SIGINT to one rank stops every rank after the same step, with a checkpoint
-#      that --resume continues.
+#      that --resume continues;
+#   5. --subword: rank 0 alone trains the SentencePiece model, and every rank
+#      trains on it (the data fingerprints of the ranks agree).
 # Every mpirun runs under `timeout`: a hang fails the test instead of stalling it.
 # Usage: tests/mpi/cli.sh ATTEND MPIEXEC   (CTest sets OMPI_ALLOW_RUN_AS_ROOT* etc.)
 set -euo pipefail
@@ -86,4 +88,10 @@ step="$(sed -n 's/^ *"global_step": \([0-9]*\).*/\1/p' m4/checkpoint/trainer_sta
 out="$(mpi -np 2 "$attend" train --data a.tsv "${small[@]}" --epochs 100000 --max-steps $((step + 2)) --out m4 --resume </dev/null 2>&1)" ||
   fail "resume after SIGINT: $out"
 grep -q "\"global_step\": $((step + 2))" m4/checkpoint/trainer_state.json || fail "the resumed run did not reach step $((step + 2))"
+
+# 5. Subwords: rank 0 trains the SentencePiece model and sends it to rank 1.
+out="$(mpi -np 2 "$attend" train --data a.tsv "${small[@]}" --subword unigram --vocab-size 60 --max-steps 3 --out m5 </dev/null 2>&1)" ||
+  fail "subword training under mpirun -np 2: $out"
+[[ $(count '^data-parallel: 2 processes') -eq 1 ]] || fail "expected one 'data-parallel' line: $out"
+ls m5/*.model >/dev/null 2>&1 || fail "no SentencePiece model in m5: $(ls m5)"
 echo "tests/mpi/cli.sh: all passed"

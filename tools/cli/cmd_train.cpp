@@ -140,6 +140,8 @@ void train(Communicator& world, TrainFlags& f) {
   const std::unique_ptr<StagedModelDir> staged = stage_output(world, f);
   options.out_dir = staged ? staged->path() : f.out;
   const nlohmann::json subword = prepare_subwords(f);
+  // Under mpirun rank 0 alone trains the SentencePiece models and sends them to every rank.
+  if (world.size() > 1) f.data.subword.trainer = subword_trainer_on_root(world);
   const Dataset data = load_training_data(world, f);
   const Seq2SeqConfig config = model_config(world, f, data);
   Generator init(f.train.seed);
