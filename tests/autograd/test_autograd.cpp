@@ -65,7 +65,7 @@ TEST_CASE("gradients accumulate across backward calls and through reuse") {
   CHECK(x.grad().item() == 2.0);
 }
 
-TEST_CASE("backward releases the graph; retain_graph keeps it") {
+TEST_CASE("backward releases the graph, retain_graph keeps it") {
   Tensor x = tensor({1.0, 2.0}, Float64).requires_grad_();
   Tensor y = mul(tanh(x), x);
   Tensor loss = mul(y, y);
@@ -110,7 +110,7 @@ TEST_CASE("a deep graph is walked and freed without recursion") {
   CHECK(x.grad().item() == 1.0);
 }
 
-TEST_CASE("NoGradGuard stops recording; detach cuts the graph") {
+TEST_CASE("NoGradGuard stops recording, detach cuts the graph") {
   Tensor x = tensor({1.0, 2.0}).requires_grad_();
   {
     NoGradGuard no_grad;

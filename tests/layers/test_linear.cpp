@@ -177,7 +177,7 @@ TEST_CASE("PackedLinear: the same y as linear(), with and without a bias, at any
   CHECK(hand.forward(tensor({1, 1}, {1, 2})).to_vector() == Values{13, 27});
 }
 
-TEST_CASE("PackedLinear: for_steps packs float32 always, records only when made recording; errors say what is wrong") {
+TEST_CASE("PackedLinear: for_steps packs float32 always, records only when made recording, errors say what is wrong") {
   Generator gen(12);
   nn::Linear lin(4, 3, gen);
   nn::Linear lin64(4, 3, gen, Float64);

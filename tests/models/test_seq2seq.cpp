@@ -87,7 +87,7 @@ TEST_CASE("padded source positions get no attention and change nothing") {
   for (const auto& row : a[0].attention) CHECK(std::accumulate(row.begin(), row.end(), 0.0) == doctest::Approx(1.0));
 }
 
-TEST_CASE("beam search of width 1 is greedy decoding; wider beams score at least as well") {
+TEST_CASE("beam search of width 1 is greedy decoding, wider beams score at least as well") {
   Generator init(5);
   Seq2Seq model(tiny_config(AttentionKind::Dot, false), init, Float64);
   model.eval();

@@ -75,7 +75,7 @@ TEST_CASE("the same softmax adding into dx passes") {
   CHECK(r.passed);
 }
 
-TEST_CASE("the fault is in the report's fields: op, input, element and values; the whole gradient alone is right") {
+TEST_CASE("the fault is in the report's fields: op, input, element and values, the whole gradient alone is right") {
   const CustomOp wrong = row_softmax("softmax_assigns", true);
   Tensor x = randn({3, 4}, 1);
   GradcheckReport r = gradcheck([&](const Tensors& in) { return wrong(twice(in)); }, {x});

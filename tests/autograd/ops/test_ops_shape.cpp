@@ -355,7 +355,7 @@ TEST_CASE("index_select: hand-computed values") {
   CHECK(index_select(zeros({3, 0}), {1, 2}).shape() == Shape{2, 0});
 }
 
-TEST_CASE("index_select: the backward scatter-adds; repeated indices accumulate") {
+TEST_CASE("index_select: the backward scatter-adds, repeated indices accumulate") {
   Tensor table = zeros({3, 2}).requires_grad_();
   index_select(table, {2, 0, 2}).backward(tensor({1, 2, 3, 4, 5, 6}, {3, 2}));
   CHECK(table.grad().to_vector() == Values{3, 4, 0, 0, 6, 8});

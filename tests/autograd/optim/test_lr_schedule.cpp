@@ -110,7 +110,7 @@ TEST_CASE("ReduceLROnPlateau: patience, relative threshold, cooldown and min_lr"
   CHECK(plateau.cooldown_counter() == 1);
 }
 
-TEST_CASE("ReduceLROnPlateau: NaN never improves; defaults; errors") {
+TEST_CASE("ReduceLROnPlateau: NaN never improves, defaults, errors") {
   Tensor x = param();
   optim::SGD sgd({x}, 1.0);
   optim::ReduceLROnPlateau plateau(sgd, {.patience = 0});

@@ -22,7 +22,7 @@
 using namespace attend;
 using namespace std::string_literals;
 
-TEST_CASE("D4: Shape refuses dimensions whose product overflows; a zero dimension makes any shape empty") {
+TEST_CASE("D4: Shape refuses dimensions whose product overflows, a zero dimension makes any shape empty") {
   const std::int64_t big = std::int64_t{1} << 62;
   CHECK_THROWS_WITH_AS(Shape({big, big}),
                        "Shape: [4611686018427387904] with a dimension 4611686018427387904 added has more elements than "
@@ -109,7 +109,7 @@ TEST_CASE("read_bounded_file: regular files only, and no larger than the limit")
   CHECK(limits::bytes_text(65536) == "65536 bytes");
 }
 
-TEST_CASE("printable: control characters, backslashes and invalid UTF-8 become escapes; letters stay") {
+TEST_CASE("printable: control characters, backslashes and invalid UTF-8 become escapes, letters stay") {
   CHECK(printable("<pad>\r") == "<pad>\\r");
   CHECK(printable("a\tb\nc\\d") == "a\\tb\\nc\\\\d");
   CHECK(printable("\x1b[31mred") == "\\x1b[31mred");

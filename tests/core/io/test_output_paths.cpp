@@ -168,7 +168,7 @@ TEST_CASE("output paths: a FIFO that nobody reads is an error after a bounded wa
   CHECK(temporaries_in(s) == 0);
 }
 
-TEST_CASE("output paths: a symbolic link is followed; its target is replaced and the link stays") {
+TEST_CASE("output paths: a symbolic link is followed, its target is replaced and the link stays") {
   const Scratch s("attend-output-link");
   fs::create_directories(s.dir / "real");
   const std::string target = s.write("real/target.txt", "old\n");

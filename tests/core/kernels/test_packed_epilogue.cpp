@@ -168,7 +168,7 @@ TEST_CASE("packed epilogue: bias and row summaries on every row block, panel and
     check_random(M, 2100, 70, 0.0f, 2099, gen);  // W of 0.6 MB
 }
 
-TEST_CASE("packed epilogue: skip on the best column gives the next best; ties go to the first column") {
+TEST_CASE("packed epilogue: skip on the best column gives the next best, ties go to the first column") {
   Generator gen(8);
   const std::int64_t M = 3, N = 50, K = 5;
   const std::vector<float> x = random_values(static_cast<std::size_t>(M * K), gen);
@@ -236,7 +236,7 @@ TEST_CASE("packed epilogue: NaN and -inf logits are summarised as the oracle doe
   CHECK(rows[0].max == -kInf);
 }
 
-TEST_CASE("packed epilogue: a maximum that climbs far along the row; -inf, then NaN, in a lane before its first value") {
+TEST_CASE("packed epilogue: a maximum that climbs far along the row, -inf, then NaN, in a lane before its first value") {
   // The sum is kept relative to a reference that moves only when a lane's
   // maximum passes it by 32: here it moves several times in one row, by more
   // than float's e^x could take at once (e^200 overflows), and the sum must

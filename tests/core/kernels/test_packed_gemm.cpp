@@ -158,7 +158,7 @@ TEST_CASE("gemm_packed: the same products as gemm on every row block, panel and 
   check_against_gemm(19, 2100, 70, 3, 0.5f, gen);
 }
 
-TEST_CASE("gemm_packed: runs the widest kernel the CPU has; the baseline runs everywhere") {
+TEST_CASE("gemm_packed: runs the widest kernel the CPU has, the baseline runs everywhere") {
   CHECK(blas::detail::packed_kernel_runs(PackedKernel::Baseline));
   const PackedKernel chosen = blas::detail::packed_kernel();
   CHECK(blas::detail::packed_kernel_runs(chosen));

@@ -168,7 +168,7 @@ TEST_CASE("attention: gradcheck when the loss uses only the weights") {
   }
 }
 
-TEST_CASE("attention: three decoder steps share one precompute; gradients accumulate into the keys") {
+TEST_CASE("attention: three decoder steps share one precompute, gradients accumulate into the keys") {
   Tensor mask = tensor({1, 1, 1, 1, 1, 0, 0, 0}, {2, 4}, Float64);
   for (const Kind& k : all_kinds()) {
     const std::int64_t Hq = k.query_size();
@@ -236,7 +236,7 @@ TEST_CASE("attention: fused steps equal the composed oracles, values and every g
   }
 }
 
-TEST_CASE("attention: padding gets weight exactly 0 and gradient exactly 0; its values never matter") {
+TEST_CASE("attention: padding gets weight exactly 0 and gradient exactly 0, its values never matter") {
   Tensor mask = tensor({1, 1, 0, 0, 1, 0, 0, 0, 1, 1, 1, 1}, {3, 4}, Float64);
   for (const Kind& k : all_kinds()) {
     Tensor q = randn({3, k.query_size()}, 70);

@@ -195,7 +195,7 @@ TEST_CASE("lstm_cell: gradcheck w.r.t. x, h, c and the four parameters") {
   }
 }
 
-TEST_CASE("LSTMCell: PyTorch's names, shapes and initialisation; zero state by default") {
+TEST_CASE("LSTMCell: PyTorch's names, shapes and initialisation, zero state by default") {
   Generator gen(5);
   const std::int64_t I = 3, H = 4;
   LSTMCell cell(I, H, gen);

@@ -140,7 +140,7 @@ TEST_CASE("word maps: identity for words, by the U+2581 marker for subwords") {
   }
 }
 
-TEST_CASE("a lower-casing subword codec lower-cases before encoding; invalid UTF-8 is an error as for words") {
+TEST_CASE("a lower-casing subword codec lower-cases before encoding, invalid UTF-8 is an error as for words") {
   auto model = std::make_shared<const SubwordModel>(SubwordModel::load(data_path("subword_attend.model")));
   TokenizerOptions lower;
   lower.lowercase = true;

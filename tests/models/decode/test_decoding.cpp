@@ -123,7 +123,7 @@ TEST_CASE("greedy decoding without </s> equals stepping the model by hand, </s> 
 
 // Greedy decoding's steps store no logits (keep_logits false): the output
 // projection's kernel gives each row's best token, maximum and normaliser alone.
-TEST_CASE("a float32 step without logits: the best token and its log p as with them, nothing else; NaN rows keep them") {
+TEST_CASE("a float32 step without logits: the best token and its log p as with them, nothing else, NaN rows keep them") {
   Generator init(9);
   std::unique_ptr<Seq2Seq> model = eos_loving_model(init, Float32);
   const Batch batch = two_sentences(Float32);

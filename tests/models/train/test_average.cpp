@@ -78,7 +78,7 @@ int run_attend(std::vector<std::string> args) {
 
 }  // namespace
 
-TEST_CASE("the average of identical models is the model, bit for bit; the files of the first are copied") {
+TEST_CASE("the average of identical models is the model, bit for bit, the files of the first are copied") {
   Scratch s;
   const std::string a = write_model(s, "a"), b = s.path("b"), c = s.path("c");
   fs::copy(a, b, fs::copy_options::recursive);

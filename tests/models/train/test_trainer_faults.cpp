@@ -205,7 +205,7 @@ pid_t start_long_run(const std::string& dir) {
 }
 }  // namespace
 
-TEST_CASE("SIGTERM saves a checkpoint and exits; a second signal ends the process at once") {
+TEST_CASE("SIGTERM saves a checkpoint and exits, a second signal ends the process at once") {
   const Scratch scratch("attend-faults-signals");
   const std::string base = scratch.dir.string();
   {

@@ -144,7 +144,7 @@ TEST_CASE("bench --gemm-shapes lists where the products' time goes, adding up to
   }
 }
 
-TEST_CASE("bench --openblas runs blas::gemm's products on OpenBLAS; the packed call sites stay packed") {
+TEST_CASE("bench --openblas runs blas::gemm's products on OpenBLAS, the packed call sites stay packed") {
   Scratch s;
   std::vector<std::string> args = kTiny;
   args.insert(args.end(), {"--no-decode", "--gemm-shapes", "1000", "--openblas"});
@@ -164,7 +164,7 @@ TEST_CASE("bench --openblas runs blas::gemm's products on OpenBLAS; the packed c
   CHECK(packed);    // the encoder's lstm_sequence
 }
 
-TEST_CASE("bench --gemm-shapes N stops at N; without it there is no table; --no-decode times training only") {
+TEST_CASE("bench --gemm-shapes N stops at N, without it there is no table, --no-decode times training only") {
   Scratch s;
   std::vector<std::string> args = kTiny;
   args.insert(args.end(), {"--no-decode", "--gemm-shapes", "2"});

@@ -116,7 +116,7 @@ TEST_CASE("--replace-unk: a model whose vocabulary forces <unk> copies or transl
   }
 }
 
-TEST_CASE("--replace-unk and --alignments need attention; --unk-dict needs --replace-unk") {
+TEST_CASE("--replace-unk and --alignments need attention, --unk-dict needs --replace-unk") {
   const Scratch scratch("attend-test-translate-unk-errors");
   const std::string dir = scratch.dir.string();
   write_model(dir + "/none", AttentionKind::None);
@@ -132,7 +132,7 @@ TEST_CASE("--replace-unk and --alignments need attention; --unk-dict needs --rep
   CHECK_THROWS_AS(run_translate({"--model", dir + "/none", "--alignments", "fuzzy", dir + "/in.txt"}), CLI::ParseError);
 }
 
-TEST_CASE("an ensemble of a model with itself translates as the model does; other vocabularies are refused") {
+TEST_CASE("an ensemble of a model with itself translates as the model does, other vocabularies are refused") {
   const Scratch scratch("attend-test-translate-ensemble");
   const std::string dir = scratch.dir.string();
   write_model(dir + "/m", AttentionKind::Dot);
@@ -255,7 +255,7 @@ TEST_CASE("a large input is translated chunk by chunk, in batches sorted by leng
   CHECK(lines_of(run_translate({"--model", dir + "/m", "--quiet"}, &input)) == out);
 }
 
-TEST_CASE("a bad line: a file is refused before anything is translated; stdin says what was written") {
+TEST_CASE("a bad line: a file is refused before anything is translated, stdin says what was written") {
   const Scratch scratch("attend-test-translate-bad-line");
   const std::string dir = scratch.dir.string();
   write_model(dir + "/m", AttentionKind::Additive);
