@@ -120,6 +120,7 @@ bool grade(int number, const Exercise& e, std::uint64_t seed, int stage) {
   for (const Check& c : e.checks) {
     GradcheckOptions options;
     options.names = c.attempt->names;
+    c.attempt->yours.clear();  // run_answer records this check's first backward
     options.per_node = false;
     options.seed = seed;
     GradcheckReport r;

@@ -14,7 +14,8 @@
 
 namespace attend::exercises::grader {
 
-// What the learner's answer did, from its last run (run_answer).
+// What the learner's answer did in the first run since `yours` was cleared
+// (run_answer): gradcheck's own backward.
 struct Attempt {
   std::vector<std::string> names;  // the gradients, by input: "q", "W_k"
   Tensors yours;                   // the answer's own values, from a run on zero-filled slots
