@@ -8,17 +8,15 @@
 
 namespace attend {
 
-std::size_t translation_batch_end(std::span<Seq2Seq* const> models, const std::vector<EncodedPair>& encoded,
+std::size_t translation_batch_end(std::span<Seq2Seq* const> models, std::span<const std::int64_t> lengths,
                                   std::size_t start, std::size_t most, const DecodeOptions& options) {
-  if (start >= encoded.size() || most < 1)
-    fail("translation_batch_end: start {} of {} pairs, at most {} a batch", start, encoded.size(), most);
+  if (start >= lengths.size() || most < 1)
+    fail("translation_batch_end: start {} of {} sentences, at most {} a batch", start, lengths.size(), most);
   const std::uint64_t limit = limits::decode_memory_limit();
-  std::vector<std::int64_t> lengths{static_cast<std::int64_t>(encoded[start].source.size())};
   std::size_t end = start + 1;
-  for (; end < encoded.size() && lengths.size() < most; ++end) {
-    lengths.push_back(static_cast<std::int64_t>(encoded[end].source.size()));
-    if (decode_memory_bytes(models, lengths, options) > limit) break;
-  }
+  while (end < lengths.size() && end - start < most &&
+         decode_memory_bytes(models, lengths.subspan(start, end + 1 - start), options) <= limit)
+    ++end;
   return end;
 }
 
@@ -68,8 +66,10 @@ std::vector<std::vector<TextTranslation>> translate_text_n_best(std::span<Seq2Se
   }
   BatchOptions batch_options;
   batch_options.mask_dtype = models.front()->dtype();
+  std::vector<std::int64_t> lengths;
+  for (const EncodedPair& pair : encoded) lengths.push_back(static_cast<std::int64_t>(pair.source.size()));
   for (std::size_t start = 0, end = 0; start < encoded.size(); start = end) {
-    end = translation_batch_end(models, encoded, start, static_cast<std::size_t>(batch_size), options);
+    end = translation_batch_end(models, lengths, start, static_cast<std::size_t>(batch_size), options);
     std::vector<std::int64_t> ids;
     for (std::size_t k = start; k < end; ++k) ids.push_back(static_cast<std::int64_t>(k));
     Batch batch = make_batch(encoded, ids, batch_options);

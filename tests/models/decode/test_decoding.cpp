@@ -211,18 +211,17 @@ TEST_CASE("translate_text's batches stay within limits::kMaxDecodeBytes together
   // the limit, so no two fit together, and each batch holds one.
   const std::int64_t fits = max_decodable_source(models, o, limits::decode_memory_limit());
   REQUIRE(fits > 100);
-  const std::vector<EncodedPair> longest(3, EncodedPair{std::vector<std::int64_t>(static_cast<std::size_t>(fits), 4), {}});
+  const std::vector<std::int64_t> longest(3, fits);
   CHECK(translation_batch_end(models, longest, 0, 64, o) == 1);
   CHECK(translation_batch_end(models, longest, 2, 64, o) == 3);
   // Short sentences: as many as the batch size allows.
-  const std::vector<EncodedPair> short_ones(5, EncodedPair{{4, 5, 6}, {}});
+  const std::vector<std::int64_t> short_ones(5, 3);
   CHECK(translation_batch_end(models, short_ones, 0, 64, o) == 5);
   CHECK(translation_batch_end(models, short_ones, 1, 2, o) == 3);
   // Sentences of 0.6 times that length need about 0.36 of the limit each:
   // after the short ones, two of them fit together and the third starts a batch.
-  std::vector<EncodedPair> mixed = short_ones;
-  for (int k = 0; k < 3; ++k)
-    mixed.push_back(EncodedPair{std::vector<std::int64_t>(static_cast<std::size_t>(fits * 6 / 10), 4), {}});
+  std::vector<std::int64_t> mixed = short_ones;
+  mixed.insert(mixed.end(), 3, fits * 6 / 10);
   CHECK(translation_batch_end(models, mixed, 0, 64, o) == 7);
   CHECK(translation_batch_end(models, mixed, 7, 64, o) == 8);
   CHECK_THROWS_AS(translation_batch_end(models, mixed, 8, 64, o), Error);
