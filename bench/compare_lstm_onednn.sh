@@ -5,9 +5,10 @@
 # same outputs and gradients, and prints each side's median and range. It is
 # built with the release preset when oneDNN (libdnnl-dev) is installed.
 # oneDNN JIT-compiles for the widest vectors the CPU has (its "ISA" line; the
-# variable ONEDNN_MAX_CPU_ISA=AVX2 caps it). attend's layer runs its products by
-# the weights on its own packed kernel, at the CPU's widest vectors too, and the
-# weight gradients' on OpenBLAS, with the kernels its "kernels" line names.
+# variable ONEDNN_MAX_CPU_ISA=AVX2 caps it). attend's layer (lstm_sequence) runs
+# every float32 product, the weight gradients' included, on its own packed kernel
+# (blas::gemm_packed), at the CPU's widest vectors too, with the kernels its
+# "kernels" line names.
 # Usage, from the repository root (about a minute on an idle machine):
 #   bench/compare_lstm_onednn.sh
 set -euo pipefail

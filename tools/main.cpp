@@ -1,4 +1,5 @@
-// attend: the command line. Each subcommand is defined in tools/cmd_<name>.cpp;
+// attend: the command line. Each subcommand is defined in tools/cli/cmd_<name>.cpp
+// (eval beside translate, bleu beside data);
 // tools/cli/cli.cpp wires them up and reports every error.
 #include "tools/cli/cli.hpp"
 

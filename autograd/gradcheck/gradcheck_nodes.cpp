@@ -184,17 +184,22 @@ bool check_node_accumulation(const Node& node, int position, Generator& gen, Gra
   }
 }
 
+// fn's outputs that require grad, from one run in which every op it records
+// keeps its replay.
+Tensors replayable_roots(const MultiOutputFn& fn, const Tensors& inputs) {
+  EnableGradGuard enable_grad;
+  ReplayGuard replay;
+  Tensors roots;
+  for (const Tensor& y : fn(inputs))
+    if (y.defined() && y.requires_grad()) roots.push_back(y);
+  return roots;
+}
+
 }  // namespace
 
 void check_accumulation(const MultiOutputFn& fn, const Tensors& inputs, const GradcheckOptions& options,
                         GradcheckReport& report) {
-  Tensors roots;
-  {
-    EnableGradGuard enable_grad;
-    ReplayGuard replay;
-    for (const Tensor& y : fn(inputs))
-      if (y.defined() && y.requires_grad()) roots.push_back(y);
-  }
+  const Tensors roots = replayable_roots(fn, inputs);
   Generator gen(options.seed ^ 0x5eed5eedULL);  // other draws than compare's
   int position = 0;
   for (const auto& node : graph_nodes(roots)) {
@@ -206,13 +211,7 @@ void check_accumulation(const MultiOutputFn& fn, const Tensors& inputs, const Gr
 
 void check_nodes(const MultiOutputFn& fn, const Tensors& inputs, const GradcheckOptions& options,
                  GradcheckReport& report) {
-  Tensors roots;
-  {
-    EnableGradGuard enable_grad;
-    ReplayGuard replay;
-    for (const Tensor& y : fn(inputs))
-      if (y.defined() && y.requires_grad()) roots.push_back(y);
-  }
+  const Tensors roots = replayable_roots(fn, inputs);
   if (roots.empty()) return;
   int position = 0;
   for (const auto& node : graph_nodes(roots)) {

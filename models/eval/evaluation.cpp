@@ -3,9 +3,22 @@
 #include <algorithm>
 
 #include "autograd/ops.hpp"
+#include "core/io/limits.hpp"
 #include "models/decode/ensemble.hpp"
 
 namespace attend {
+
+std::size_t translation_batch_end(std::span<Seq2Seq* const> models, std::span<const std::int64_t> lengths,
+                                  std::size_t start, std::size_t most, const DecodeOptions& options) {
+  if (start >= lengths.size() || most < 1)
+    fail("translation_batch_end: start {} of {} sentences, at most {} a batch", start, lengths.size(), most);
+  const std::uint64_t limit = limits::decode_memory_limit();
+  std::size_t end = start + 1;
+  while (end < lengths.size() && end - start < most &&
+         decode_memory_bytes(models, lengths.subspan(start, end + 1 - start), options) <= limit)
+    ++end;
+  return end;
+}
 
 std::vector<TextTranslation> translate_text(Seq2Seq& model, const std::vector<std::string>& sentences,
                                             const Vocabulary& source_vocab, const Vocabulary& target_vocab,
@@ -53,8 +66,10 @@ std::vector<std::vector<TextTranslation>> translate_text_n_best(std::span<Seq2Se
   }
   BatchOptions batch_options;
   batch_options.mask_dtype = models.front()->dtype();
-  for (std::size_t start = 0; start < encoded.size(); start += static_cast<std::size_t>(batch_size)) {
-    const std::size_t end = std::min(encoded.size(), start + static_cast<std::size_t>(batch_size));
+  std::vector<std::int64_t> lengths;
+  for (const EncodedPair& pair : encoded) lengths.push_back(static_cast<std::int64_t>(pair.source.size()));
+  for (std::size_t start = 0, end = 0; start < encoded.size(); start = end) {
+    end = translation_batch_end(models, lengths, start, static_cast<std::size_t>(batch_size), options);
     std::vector<std::int64_t> ids;
     for (std::size_t k = start; k < end; ++k) ids.push_back(static_cast<std::int64_t>(k));
     Batch batch = make_batch(encoded, ids, batch_options);

@@ -45,6 +45,14 @@ std::vector<std::vector<TextTranslation>> translate_text_n_best(std::span<Seq2Se
                                                                 const Vocabulary& source_vocab,
                                                                 const Vocabulary& target_vocab, const TextCodecs& codecs,
                                                                 const DecodeOptions& options, std::int64_t batch_size = 64);
+// Where the batch of sentences with these source lengths (tokens) that starts
+// at `start` ends (one past its last): at most `most` sentences, and no more
+// than decode within limits::decode_memory_limit() together
+// (decode_memory_bytes); always one at least, which decoding checks alone.
+// translate_text and attend translate batch by it, so that sentences that each
+// fit do not add up to many times the limit.
+std::size_t translation_batch_end(std::span<Seq2Seq* const> models, std::span<const std::int64_t> lengths,
+                                  std::size_t start, std::size_t most, const DecodeOptions& options);
 // The same for a words model with these tokenizer options.
 std::vector<TextTranslation> translate_text(Seq2Seq& model, const std::vector<std::string>& sentences,
                                             const Vocabulary& source_vocab, const Vocabulary& target_vocab,

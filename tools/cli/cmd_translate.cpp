@@ -86,24 +86,16 @@ std::int64_t checked_tokens(const char* op, std::span<Seq2Seq* const> ensemble, 
 }
 
 // Lines [begin, end) of a chunk, with their tokens: at most limits::decode_memory_limit()
-// to decode together (decode_memory_bytes), so that a group's translations, held
+// to decode together (translation_batch_end), so that a group's translations, held
 // until they are written, stay within it too. Every line fits alone (checked_tokens).
 struct Group {
   std::size_t begin, end;
 };
 std::vector<Group> memory_groups(std::span<Seq2Seq* const> ensemble, const std::vector<std::int64_t>& tokens,
                                  const DecodeOptions& options, std::size_t most_lines) {
-  const std::uint64_t limit = limits::decode_memory_limit();
   std::vector<Group> groups;
-  std::vector<std::int64_t> lengths;
-  for (std::size_t i = 0; i < tokens.size(); ++i) {
-    lengths.push_back(tokens[i]);
-    if (lengths.size() > 1 && (lengths.size() > most_lines || decode_memory_bytes(ensemble, lengths, options) > limit)) {
-      groups.push_back({i + 1 - lengths.size(), i});  // the lines before this one
-      lengths.assign(1, tokens[i]);
-    }
-  }
-  if (!lengths.empty()) groups.push_back({tokens.size() - lengths.size(), tokens.size()});
+  for (std::size_t begin = 0; begin < tokens.size(); begin = groups.back().end)
+    groups.push_back({begin, translation_batch_end(ensemble, tokens, begin, most_lines, options)});
   return groups;
 }
 

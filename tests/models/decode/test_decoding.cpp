@@ -12,6 +12,7 @@
 #include "decoding_oracle.hpp"
 #include "models/decode/decoding.hpp"
 #include "models/decode/ensemble.hpp"
+#include "models/eval/evaluation.hpp"
 #include "models/seq2seq.hpp"
 
 using namespace attend;
@@ -200,4 +201,28 @@ TEST_CASE("a source too long to decode within limits::kMaxDecodeBytes is refused
   Seq2Seq* const none[] = {plain.get()};
   const std::int64_t long_source[] = {32768};
   CHECK(decode_memory_bytes(none, long_source, DecodeOptions{}) < limits::decode_memory_limit());
+}
+
+TEST_CASE("translate_text's batches stay within limits::kMaxDecodeBytes together, not only one sentence at a time") {
+  std::unique_ptr<Seq2Seq> model = attend::testing::small_model(5, AttentionKind::Dot);
+  Seq2Seq* const models[] = {model.get()};
+  const DecodeOptions o;
+  // Sentences of the longest length that fits alone: each needs more than half
+  // the limit, so no two fit together, and each batch holds one.
+  const std::int64_t fits = max_decodable_source(models, o, limits::decode_memory_limit());
+  REQUIRE(fits > 100);
+  const std::vector<std::int64_t> longest(3, fits);
+  CHECK(translation_batch_end(models, longest, 0, 64, o) == 1);
+  CHECK(translation_batch_end(models, longest, 2, 64, o) == 3);
+  // Short sentences: as many as the batch size allows.
+  const std::vector<std::int64_t> short_ones(5, 3);
+  CHECK(translation_batch_end(models, short_ones, 0, 64, o) == 5);
+  CHECK(translation_batch_end(models, short_ones, 1, 2, o) == 3);
+  // Sentences of 0.6 times that length need about 0.36 of the limit each:
+  // after the short ones, two of them fit together and the third starts a batch.
+  std::vector<std::int64_t> mixed = short_ones;
+  mixed.insert(mixed.end(), 3, fits * 6 / 10);
+  CHECK(translation_batch_end(models, mixed, 0, 64, o) == 7);
+  CHECK(translation_batch_end(models, mixed, 7, 64, o) == 8);
+  CHECK_THROWS_AS(translation_batch_end(models, mixed, 8, 64, o), Error);
 }
