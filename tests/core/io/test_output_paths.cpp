@@ -22,27 +22,13 @@
 #include "core/tensor.hpp"
 #include "models/data/vocabulary.hpp"
 #include "tests/support/scratch.hpp"
+#include "tests/support/special_files.hpp"
 
 using namespace attend;
 namespace fs = std::filesystem;
-using attend::testing::Scratch;
+using namespace attend::testing;
 
 namespace {
-
-// DIR/full, a node of the full device, or "" (and the reason) where mknod is not allowed.
-std::string make_full_device(const Scratch& s, std::string& why_not) {
-  const std::string path = s.path("full");
-  if (::mknod(path.c_str(), S_IFCHR | 0600, makedev(1, 7)) != 0) {
-    why_not = std::string("mknod is not allowed here: ") + std::strerror(errno);
-    return "";
-  }
-  return path;
-}
-
-bool is_full_device(const std::string& path) {
-  struct stat st {};
-  return ::lstat(path.c_str(), &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 7);
-}
 
 // The entries of a directory whose name holds ".tmp-": what a write left behind.
 int temporaries_in(const Scratch& s) {
@@ -51,37 +37,10 @@ int temporaries_in(const Scratch& s) {
   return n;
 }
 
-// Reads a FIFO to its end on a thread of its own, as another process would.
-struct FifoReader {
-  std::string got;
-  std::thread thread;
-  explicit FifoReader(const std::string& path)
-      : thread([this, path] {
-          const int fd = ::open(path.c_str(), O_RDONLY);
-          if (fd < 0) return;
-          char buffer[4096];
-          for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) != 0;) {
-            if (n < 0 && errno == EINTR) continue;
-            if (n < 0) break;
-            got.append(buffer, static_cast<std::size_t>(n));
-          }
-          ::close(fd);
-        }) {}
-  std::string finish() {
-    thread.join();
-    return got;
-  }
-};
-
 std::string make_fifo(const Scratch& s) {
   const std::string path = s.path("fifo");
   REQUIRE(::mkfifo(path.c_str(), 0600) == 0);
   return path;
-}
-
-bool is_fifo(const std::string& path) {
-  struct stat st {};
-  return ::lstat(path.c_str(), &st) == 0 && S_ISFIFO(st.st_mode);
 }
 
 // More than one pipe buffer (64 KiB), so that the writer waits on the reader.

@@ -22,6 +22,7 @@
 
 #include "core/io/file_io.hpp"
 #include "tests/support/cli_child.hpp"
+#include "tests/support/special_files.hpp"
 #include "tests/support/translate_cli.hpp"
 #include "tools/report/experiment.hpp"
 
@@ -31,20 +32,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// DIR/name, a node of the full device, or "" where mknod is not allowed.
 std::string make_full_device(const Scratch& s, const std::string& name = "full") {
-  const std::string path = s.path(name);
-  if (::mknod(path.c_str(), S_IFCHR | 0600, makedev(1, 7)) != 0) return "";
-  return path;
-}
-
-bool is_full_device(const std::string& path) {
-  struct stat st {};
-  return ::lstat(path.c_str(), &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 7);
-}
-
-bool is_fifo(const std::string& path) {
-  struct stat st {};
-  return ::lstat(path.c_str(), &st) == 0 && S_ISFIFO(st.st_mode);
+  std::string why_not;
+  return attend::testing::make_full_device(s, why_not, name);
 }
 
 #define SKIP_WITHOUT_MKNOD(path)                                                            \
@@ -95,28 +86,6 @@ void check_write_failed(const CliResult& r, const std::string& name) {
   CHECK_FALSE(contains(r.out, "drew the graph"));
   CHECK_FALSE(contains(r.out, "wrote the step's graph"));
 }
-
-// Reads a FIFO to its end on a thread of its own.
-struct FifoReader {
-  std::string got;
-  std::thread thread;
-  explicit FifoReader(const std::string& path)
-      : thread([this, path] {
-          const int fd = ::open(path.c_str(), O_RDONLY);
-          if (fd < 0) return;
-          char buffer[4096];
-          for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) != 0;) {
-            if (n < 0 && errno == EINTR) continue;
-            if (n < 0) break;
-            got.append(buffer, static_cast<std::size_t>(n));
-          }
-          ::close(fd);
-        }) {}
-  std::string finish() {
-    thread.join();
-    return got;
-  }
-};
 
 }  // namespace
 
