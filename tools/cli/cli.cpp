@@ -1,5 +1,6 @@
 #include "tools/cli/cli.hpp"
 
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <new>
@@ -45,6 +46,10 @@ std::string blas_kernels_line() {
 }
 
 int run_cli(int argc, char** argv, const std::string& version) {
+  // A reader that goes away (a FIFO's, `| head`'s) makes the next write fail with
+  // EPIPE, which the writers report naming the file, instead of SIGPIPE ending
+  // attend without a word.
+  std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"attend: sequence-to-sequence models with attention, from scratch, on a CPU"};
   app.set_version_flag("--version", "attend " + version + "\n" + blas_kernels_line());
   app.require_subcommand(1);

@@ -148,6 +148,46 @@ TEST_CASE("output cli: explain --json and --graph to a FIFO with a reader write 
   CHECK(is_fifo(fifo));
 }
 
+// Opens the FIFO, reads one byte and goes away, as `head -c 1` would.
+std::thread reader_that_leaves(const std::string& fifo) {
+  return std::thread([fifo] {
+    const int fd = ::open(fifo.c_str(), O_RDONLY);
+    if (fd < 0) return;
+    char byte = 0;
+    [[maybe_unused]] const ssize_t n = ::read(fd, &byte, 1);
+    ::close(fd);
+  });
+}
+
+TEST_CASE("output cli: a reader that goes away is a write error naming the file, not a death by SIGPIPE") {
+  const Scratch s("attend-output-broken-pipe");
+  const std::string fifo = s.path("fifo");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // Far more than a pipe holds (64 KiB), so that the writer is still writing when the reader leaves.
+  {
+    std::thread reader = reader_that_leaves(fifo);
+    const CliResult r = attend_cli(s, {"data", "toy", "--n", "20000", "--out", fifo});
+    reader.join();
+    INFO("stderr: ", r.err);
+    CHECK(r.signal == 0);
+    CHECK(r.exit_code == 1);
+    CHECK(contains(r.err, "attend: error: "));
+    CHECK(contains(r.err, fifo));
+    CHECK(contains(r.err, "Broken pipe"));
+  }
+  {
+    std::thread reader = reader_that_leaves(fifo);
+    const CliResult r = attend_to(s, fifo, {"data", "toy", "--n", "20000"});
+    reader.join();
+    INFO("stderr: ", r.err);
+    CHECK(r.signal == 0);
+    CHECK(r.exit_code == 1);
+    CHECK(contains(r.err, "standard output"));
+    CHECK(contains(r.err, "Broken pipe"));
+  }
+  CHECK(is_fifo(fifo));
+}
+
 TEST_CASE("output cli: explain --json to a symbolic link replaces its target and keeps the link") {
   const Scratch s("attend-output-explain-link");
   fs::create_directories(s.dir / "real");
