@@ -137,11 +137,32 @@ BleuReport evaluate_bleu_by_length(Seq2Seq& model, const std::vector<SentencePai
   return report;
 }
 
+std::uint64_t attention_gradients_bytes(std::int64_t source_tokens, std::int64_t target_tokens) {
+  // Per cell: α and dL/dα as doubles (16 bytes), the step's recorded scores,
+  // weights and their gradients (float32, 16), and the two text grids with their
+  // side-by-side copy; 96 bytes bound them all.
+  constexpr std::uint64_t kBytesPerCell = 96;
+  const auto cells = static_cast<std::uint64_t>(std::max<std::int64_t>(source_tokens, 0) + 1) *
+                     static_cast<std::uint64_t>(std::max<std::int64_t>(target_tokens, 0) + 1);
+  return cells * kBytesPerCell;
+}
+
+void check_attention_gradients_memory(std::int64_t source_tokens, std::int64_t target_tokens) {
+  const std::uint64_t need = attention_gradients_bytes(source_tokens, target_tokens);
+  const std::uint64_t limit = limits::decode_memory_limit();
+  if (need > limit)
+    fail("attention_gradients: a source of {} tokens and a target of {} need about {} for α and dL/dα, more than "
+         "the {} decoding may take (limits::kMaxDecodeBytes, core/io/limits.hpp)",
+         source_tokens, target_tokens, limits::bytes_text(need), limits::bytes_text(limit));
+}
+
 AttentionGradients attention_gradients(Seq2Seq& model, const std::vector<std::string>& source_tokens,
                                        const std::vector<std::string>& target_tokens, const Vocabulary& source_vocab,
                                        const Vocabulary& target_vocab) {
   if (model.config().attention == AttentionKind::None) fail("attention_gradients: the model has no attention");
   if (source_tokens.empty()) fail("attention_gradients: the source sentence is empty");
+  check_attention_gradients_memory(static_cast<std::int64_t>(source_tokens.size()),
+                                   static_cast<std::int64_t>(target_tokens.size()));
   std::vector<EncodedPair> pair = {{source_vocab.encode(source_tokens), target_vocab.encode(target_tokens)}};
   BatchOptions batch_options;
   batch_options.mask_dtype = model.dtype();

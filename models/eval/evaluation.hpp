@@ -89,6 +89,12 @@ struct AttentionGradients {
   std::vector<std::vector<double>> alpha, dalpha;          // [target token][source token]
   double loss = 0;                                         // mean per target token
 };
+// What attention_gradients holds for a source of S tokens and a target of T (each
+// with its </s>): α and dL/dα, the recorded rows of every step and the printed
+// grids grow with S·T. check_attention_gradients_memory throws when that is over
+// limits::decode_memory_limit(), naming both lengths, before any work.
+std::uint64_t attention_gradients_bytes(std::int64_t source_tokens, std::int64_t target_tokens);
+void check_attention_gradients_memory(std::int64_t source_tokens, std::int64_t target_tokens);
 AttentionGradients attention_gradients(Seq2Seq& model, const std::vector<std::string>& source_tokens,
                                        const std::vector<std::string>& target_tokens, const Vocabulary& source_vocab,
                                        const Vocabulary& target_vocab);

@@ -105,6 +105,14 @@ void run_explain_grad(LoadedModel& m, const TranslateFlags& f, const std::vector
   for (std::size_t i = 0; i < lines.size(); ++i) {
     pairs.push_back(split_pair(lines[i], i + 1));
     sources.push_back(pairs.back().source);
+    // A reference is the target to explain: bound the matrix before translating anything.
+    if (!pairs.back().has_reference) continue;
+    try {
+      check_attention_gradients_memory(static_cast<std::int64_t>(m.codecs.source.encode(pairs.back().source).size()),
+                                       static_cast<std::int64_t>(m.codecs.target.encode(pairs.back().reference).size()));
+    } catch (const Error& e) {
+      fail("translate --explain-grad: line {}: {}", i + 1, e.what());
+    }
   }
   auto translate_all = [&](std::int64_t beam) {
     DecodeOptions options;

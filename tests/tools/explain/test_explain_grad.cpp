@@ -16,6 +16,7 @@
 
 #include "core/error.hpp"
 #include "core/io/file_io.hpp"
+#include "core/io/limits.hpp"
 #include "layers/serialize.hpp"
 #include "models/eval/evaluation.hpp"
 #include "models/model_dir.hpp"
@@ -180,6 +181,18 @@ TEST_CASE("--explain-grad refuses a model without attention and malformed lines"
   CHECK_THROWS_WITH_AS(run_translate({"--model", dir + "/additive", "--explain-grad", dir + "/two-tabs.tsv"}),
                        "translate --explain-grad: line 1 has more than one tab; expected 'source<TAB>reference'", Error);
   CHECK_THROWS_AS(run_translate({"--model", dir + "/additive", "--explain-grad", dir + "/no-reference.tsv"}), Error);
+  // A source and a reference whose α matrix would outgrow the decoding memory
+  // limit: refused before anything is translated, naming the line.
+  std::string source, reference;
+  for (int i = 0; i < 8000; ++i) source += "a ";
+  for (int i = 0; i < 24000; ++i) reference += "b ";
+  write_file_atomic(dir + "/huge.tsv", "the cat\tle chat\n" + source + "\t" + reference + "\n");
+  CHECK_THROWS_WITH_AS(run_translate({"--model", dir + "/additive", "--explain-grad", dir + "/huge.tsv"}),
+                       doctest::Contains("translate --explain-grad: line 2: attention_gradients: a source of 8000 "
+                                         "tokens and a target of 24000 need about"),
+                       Error);
+  CHECK(attention_gradients_bytes(8000, 24000) > limits::kMaxDecodeBytes);
+  CHECK_NOTHROW(check_attention_gradients_memory(100, 150));
   // --svg means nothing without --explain-grad.
   CHECK_THROWS_AS(run_translate({"--model", dir + "/additive", "--svg", dir + "/x", dir + "/one.tsv"}), CLI::ParseError);
 }
