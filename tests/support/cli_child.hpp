@@ -36,17 +36,19 @@ struct CliResult {
   std::string out, err;
 };
 
-// `attend ARGS...` with `input` on stdin, in a child process given `seconds`.
-inline CliResult attend_cli(const Scratch& s, std::vector<std::string> args, const std::string& input = "",
-                            int seconds = 60) {
-  const std::string in = s.write("stdin.txt", input), out = s.path("stdout.txt"), err = s.path("stderr.txt");
+// `attend ARGS...` (tools::run_cli) in a forked child given `seconds`, its
+// standard streams on these paths; out_flags opens standard output (O_WRONLY
+// alone for a device or FIFO that must already exist). The result's `out` is
+// left to the caller.
+inline CliResult run_attend_child(std::vector<std::string> args, const std::string& in, const std::string& out,
+                                  int out_flags, const std::string& err, int seconds) {
   args.insert(args.begin(), "attend");
   std::fflush(nullptr);
   const pid_t pid = ::fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
     const int fd_in = ::open(in.c_str(), O_RDONLY);
-    const int fd_out = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int fd_out = ::open(out.c_str(), out_flags, 0600);
     const int fd_err = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     ::dup2(fd_in, 0);
     ::dup2(fd_out, 1);
@@ -64,8 +66,16 @@ inline CliResult attend_cli(const Scratch& s, std::vector<std::string> args, con
   CliResult r;
   if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
-  r.out = slurp(out);
   r.err = slurp(err);
+  return r;
+}
+
+// `attend ARGS...` with `input` on stdin, in a child process given `seconds`.
+inline CliResult attend_cli(const Scratch& s, std::vector<std::string> args, const std::string& input = "",
+                            int seconds = 60) {
+  const std::string in = s.write("stdin.txt", input), out = s.path("stdout.txt");
+  CliResult r = run_attend_child(std::move(args), in, out, O_WRONLY | O_CREAT | O_TRUNC, s.path("stderr.txt"), seconds);
+  r.out = slurp(out);
   return r;
 }
 

@@ -47,32 +47,7 @@ std::string make_full_device(const Scratch& s, const std::string& name = "full")
 // `attend ARGS...` in a child whose standard output is the file at stdout_path
 // (a device, a FIFO), its standard error in the scratch directory.
 CliResult attend_to(const Scratch& s, const std::string& stdout_path, std::vector<std::string> args) {
-  const std::string err = s.path("stderr.txt");
-  args.insert(args.begin(), "attend");
-  std::fflush(nullptr);
-  const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    const int fd_in = ::open("/dev/null", O_RDONLY);
-    const int fd_out = ::open(stdout_path.c_str(), O_WRONLY);
-    const int fd_err = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    ::dup2(fd_in, 0);
-    ::dup2(fd_out, 1);
-    ::dup2(fd_err, 2);
-    ::alarm(60);
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const int code = tools::run_cli(static_cast<int>(args.size()), argv.data(), "test");
-    ::_exit(code);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  CliResult r;
-  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
-  r.err = slurp(err);
-  return r;
+  return run_attend_child(std::move(args), "/dev/null", stdout_path, O_WRONLY, s.path("stderr.txt"), 60);
 }
 
 // A failed write: exit 1, the error names the file and the reason, and no line says it was written.
