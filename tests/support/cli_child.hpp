@@ -36,12 +36,22 @@ struct CliResult {
   std::string out, err;
 };
 
-// `attend ARGS...` (tools::run_cli) in a forked child given `seconds`, its
+// A child started by start_attend_child: its pid, and the paths its standard
+// output (empty: not a file to read back) and standard error went to.
+struct CliChild {
+  pid_t pid = -1;
+  std::string out, err;
+};
+
+// Starts `attend ARGS...` (tools::run_cli) in a forked child given `seconds`, its
 // standard streams on these paths; out_flags opens standard output (O_WRONLY
-// alone for a device or FIFO that must already exist). The result's `out` is
-// left to the caller.
-inline CliResult run_attend_child(std::vector<std::string> args, const std::string& in, const std::string& out,
-                                  int out_flags, const std::string& err, int seconds) {
+// alone for a device or FIFO that must already exist). Fork before starting any
+// thread of the test: a child forked while another thread holds a lock (of the
+// allocator, stdio, the loader) can hang on it. A test that needs a peer (a
+// FIFO's reader, a turn arbiter) starts the child first and plays the peer on
+// its own thread, then calls wait_attend_child.
+inline CliChild start_attend_child(std::vector<std::string> args, const std::string& in, const std::string& out,
+                                   int out_flags, const std::string& err, int seconds) {
   args.insert(args.begin(), "attend");
   std::fflush(nullptr);
   const pid_t pid = ::fork();
@@ -61,22 +71,42 @@ inline CliResult run_attend_child(std::vector<std::string> args, const std::stri
     std::fflush(nullptr);
     ::_exit(code);
   }
+  return {pid, "", err};
+}
+
+// Waits for the child to end; the result's `out` is read back if the child's
+// standard output went to a file.
+inline CliResult wait_attend_child(const CliChild& child) {
   int status = 0;
-  ::waitpid(pid, &status, 0);
+  ::waitpid(child.pid, &status, 0);
   CliResult r;
   if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
-  r.err = slurp(err);
+  r.err = slurp(child.err);
+  if (!child.out.empty()) r.out = slurp(child.out);
   return r;
+}
+
+// `attend ARGS...` run to its end; the result's `out` is left to the caller.
+inline CliResult run_attend_child(std::vector<std::string> args, const std::string& in, const std::string& out,
+                                  int out_flags, const std::string& err, int seconds) {
+  return wait_attend_child(start_attend_child(std::move(args), in, out, out_flags, err, seconds));
+}
+
+// Starts `attend ARGS...` with `input` on stdin and standard output in a file
+// of the scratch directory, in a child process given `seconds`.
+inline CliChild start_attend_cli(const Scratch& s, std::vector<std::string> args, const std::string& input = "",
+                                 int seconds = 60) {
+  const std::string in = s.write("stdin.txt", input), out = s.path("stdout.txt");
+  CliChild child = start_attend_child(std::move(args), in, out, O_WRONLY | O_CREAT | O_TRUNC, s.path("stderr.txt"), seconds);
+  child.out = out;
+  return child;
 }
 
 // `attend ARGS...` with `input` on stdin, in a child process given `seconds`.
 inline CliResult attend_cli(const Scratch& s, std::vector<std::string> args, const std::string& input = "",
                             int seconds = 60) {
-  const std::string in = s.write("stdin.txt", input), out = s.path("stdout.txt");
-  CliResult r = run_attend_child(std::move(args), in, out, O_WRONLY | O_CREAT | O_TRUNC, s.path("stderr.txt"), seconds);
-  r.out = slurp(out);
-  return r;
+  return wait_attend_child(start_attend_cli(s, std::move(args), input, seconds));
 }
 
 }  // namespace attend::testing

@@ -37,7 +37,8 @@ inline bool is_fifo(const std::string& path) {
   return ::lstat(path.c_str(), &st) == 0 && S_ISFIFO(st.st_mode);
 }
 
-// Reads a FIFO to its end on a thread of its own.
+// Reads a FIFO to its end on a thread of its own (start it after forking any
+// child: see tests/support/cli_child.hpp).
 struct FifoReader {
   std::string got;
   std::thread thread;

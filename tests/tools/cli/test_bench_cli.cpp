@@ -22,8 +22,11 @@
 #include "tests/support/cli_child.hpp"
 
 using attend::testing::attend_cli;
+using attend::testing::CliChild;
 using attend::testing::contains;
 using attend::testing::Scratch;
+using attend::testing::start_attend_cli;
+using attend::testing::wait_attend_child;
 
 namespace {
 
@@ -206,18 +209,25 @@ struct Arbiter {
   std::string in, out;  // the bench's IN and OUT
   std::string heard;    // every byte the bench wrote, in order
   int gives = 1000;     // turns to give before closing IN
+  std::string trouble;  // what went wrong on the arbiter's side, for a check after the bench ends
 
+  // Runs on a thread started after the bench's child is forked (see
+  // tests/support/cli_child.hpp), so it reports trouble rather than REQUIRE.
   void run() {
     // OUT's read end does not wait for the bench, which may fail before it
-    // opens its ends. IN's write end opens once the bench is ready: opened
-    // before the fork, the bench (a forked child here) would hold a copy of
-    // it, and closing ours would not end its turns.
+    // opens its ends. IN's write end opens once the bench is ready.
     const int from_bench = ::open(out.c_str(), O_RDONLY | O_NONBLOCK);
-    REQUIRE(from_bench >= 0);
+    if (from_bench < 0) {
+      trouble = "could not open OUT";
+      return;
+    }
     int to_bench = -1, given = 0;
     for (;;) {
       pollfd p{from_bench, POLLIN, 0};
-      if (::poll(&p, 1, 60000) <= 0) break;  // a minute of silence: give up, the checks below fail
+      if (::poll(&p, 1, 60000) <= 0) {  // a minute of silence: give up
+        trouble = "a minute without a byte from the bench";
+        break;
+      }
       char c = 0;
       const ssize_t n = ::read(from_bench, &c, 1);
       if (n == 0) break;  // the bench closed OUT
@@ -225,7 +235,10 @@ struct Arbiter {
       heard += c;
       if (c == 'e') break;
       if (c == 'r') to_bench = ::open(in.c_str(), O_WRONLY);
-      REQUIRE(to_bench >= 0);
+      if (to_bench < 0) {
+        trouble = "could not open IN";
+        break;
+      }
       if (given == gives) {
         ::close(to_bench);  // no more turns: the bench runs on alone
         to_bench = -1;
@@ -254,11 +267,14 @@ TEST_CASE("bench --turn-steps: ready, then a go before each turn, 't' after it a
         {"4", "4", "re", 1}, {"3", "7", "re", 1}}) {
     CAPTURE(steps);
     CAPTURE(turn_steps);
-    Arbiter a{s.path("in"), s.path("out"), "", 1000};
+    Arbiter a{s.path("in"), s.path("out"), "", 1000, ""};
+    const CliChild bench = start_attend_cli(s, with_turns(s, steps, turn_steps), "", 120);
     std::thread arbiter([&] { a.run(); });
-    const auto r = attend_cli(s, with_turns(s, steps, turn_steps), "", 120);
+    const auto r = wait_attend_child(bench);
     arbiter.join();
     INFO(r.err);
+    CHECK(a.trouble == "");
+    CHECK(r.signal == 0);
     REQUIRE(r.exit_code == 0);
     CHECK(a.heard == heard);
     CHECK(contains(r.out, fmt::format("the training steps ran in {} turn{} of {} steps", turns,
@@ -272,12 +288,15 @@ TEST_CASE("bench --turn-steps: when the arbiter closes its end the bench runs on
   Scratch s;
   REQUIRE(::mkfifo(s.path("in").c_str(), 0600) == 0);
   REQUIRE(::mkfifo(s.path("out").c_str(), 0600) == 0);
-  Arbiter a{s.path("in"), s.path("out"), "", 1000};
+  Arbiter a{s.path("in"), s.path("out"), "", 1000, ""};
   a.gives = 1;
+  const CliChild bench = start_attend_cli(s, with_turns(s, "6", "2"), "", 120);
   std::thread arbiter([&] { a.run(); });
-  const auto r = attend_cli(s, with_turns(s, "6", "2"), "", 120);
+  const auto r = wait_attend_child(bench);
   arbiter.join();
   INFO(r.err);
+  CHECK(a.trouble == "");
+  CHECK(r.signal == 0);
   REQUIRE(r.exit_code == 0);
   CHECK(a.heard == "rt");
   CHECK(contains(r.out, "the training steps ran in 1 turn of 2 steps"));

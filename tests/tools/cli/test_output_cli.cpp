@@ -106,8 +106,9 @@ TEST_CASE("output cli: explain --json and --graph to a FIFO with a reader write 
   const std::string fifo = s.path("fifo");
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
   {
+    const CliChild writer = start_attend_cli(s, {"explain", "--json", fifo});
     FifoReader reader(fifo);
-    const CliResult r = attend_cli(s, {"explain", "--json", fifo});
+    const CliResult r = wait_attend_child(writer);
     const std::string got = reader.finish();
     INFO(r.err);
     CHECK(r.exit_code == 0);
@@ -115,8 +116,9 @@ TEST_CASE("output cli: explain --json and --graph to a FIFO with a reader write 
     CHECK(contains(r.out, "wrote every number to " + fifo));
   }
   {
+    const CliChild writer = start_attend_cli(s, {"explain", "--graph", fifo});
     FifoReader reader(fifo);
-    const CliResult r = attend_cli(s, {"explain", "--graph", fifo});
+    const CliResult r = wait_attend_child(writer);
     CHECK(r.exit_code == 0);
     CHECK(reader.finish() == slurp(s.path("plain.svg")));
   }
@@ -140,8 +142,9 @@ TEST_CASE("output cli: a reader that goes away is a write error naming the file,
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
   // Far more than a pipe holds (64 KiB), so that the writer is still writing when the reader leaves.
   {
+    const CliChild writer = start_attend_cli(s, {"data", "toy", "--n", "20000", "--out", fifo});
     std::thread reader = reader_that_leaves(fifo);
-    const CliResult r = attend_cli(s, {"data", "toy", "--n", "20000", "--out", fifo});
+    const CliResult r = wait_attend_child(writer);
     reader.join();
     INFO("stderr: ", r.err);
     CHECK(r.signal == 0);
@@ -151,8 +154,10 @@ TEST_CASE("output cli: a reader that goes away is a write error naming the file,
     CHECK(contains(r.err, "Broken pipe"));
   }
   {
+    const CliChild writer =
+        start_attend_child({"data", "toy", "--n", "20000"}, "/dev/null", fifo, O_WRONLY, s.path("stderr.txt"), 60);
     std::thread reader = reader_that_leaves(fifo);
-    const CliResult r = attend_to(s, fifo, {"data", "toy", "--n", "20000"});
+    const CliResult r = wait_attend_child(writer);
     reader.join();
     INFO("stderr: ", r.err);
     CHECK(r.signal == 0);
@@ -212,8 +217,9 @@ TEST_CASE("output cli: translate --explain-grad --svg and data --out to a full d
   REQUIRE(plain.exit_code == 0);
   const std::string fifo = s.path("fifo");
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const CliChild writer = start_attend_cli(s, {"data", "toy", "--n", "20", "--out", fifo});
   FifoReader reader(fifo);
-  CHECK(attend_cli(s, {"data", "toy", "--n", "20", "--out", fifo}).exit_code == 0);
+  CHECK(wait_attend_child(writer).exit_code == 0);
   CHECK(reader.finish() == plain.out);
   CHECK(is_fifo(fifo));
 
