@@ -19,7 +19,10 @@ DEMO=(build/release/tools/attend experiment --out experiment)
 PACKAGES=(cmake g++ make libopenblas-dev doctest-dev libfmt-dev libcli11-dev nlohmann-json3-dev
   libsentencepiece-dev               # SentencePiece subwords (attend train --subword)
   libopenmpi-dev openmpi-bin         # Open MPI: data-parallel training and its tests under mpirun
-  clang libfuzzer-14-dev libclang-rt-14-dev)  # the fuzz targets
+  clang libfuzzer-14-dev libclang-rt-14-dev  # the fuzz targets
+  libcpp-httplib-dev                 # attend serve's HTTP server
+  pybind11-dev python3-dev python3-numpy python3-pytest python3-matplotlib  # the Python module, its tests and example
+  chromium chromium-driver python3-selenium)  # the explorer page's real-browser test
 
 # The fuzz targets (build/fuzz/tests/fuzz/fuzz_NAME) as NAME:MAX_LEN, from their one
 # list, tests/fuzz/targets.txt (NAME MAX_LEN a line; MAX_LEN is libFuzzer's -max_len).
