@@ -1,7 +1,8 @@
 // attend bench: the speed of one training step (forward, backward, clipping,
 // Adam), of greedy decoding and of beam search, on random data, after warm-up;
-// the sgemm rate of the same machine in the same run, and the floor it puts
-// under each time; the minor page faults
+// the core's FMA peak and the sgemm rate of the same machine in the same run,
+// how close each time comes to them, and the floor sgemm puts under each
+// time; the minor page faults
 // per steady-state training step and the peak resident memory. Its PyTorch
 // twins are bench/torch_seq2seq.py (training, greedy decoding) and
 // bench/torch_decode.py (greedy decoding and beam search), with the same flags
@@ -17,6 +18,7 @@
 #include "core/kernels/blas.hpp"
 #include "core/io/limits.hpp"
 #include "core/storage.hpp"
+#include "bench/peak/fma_peak.hpp"
 #include "bench/turns/bench_turns.hpp"
 #include "tools/cli/cli.hpp"
 #include "models/decode/decoding.hpp"
@@ -282,18 +284,32 @@ std::vector<Timed> bench_decoding(const BenchFlags& f, Seq2Seq& model, const Bat
 // bounds the speed-up; the compare scripts print it beside the measured ratio.
 // attend's packed product (decoding's output projection) can run faster than
 // OpenBLAS's kernels, and then beats the floor.
-void print_gemm_lines(double sgemm, const std::vector<Timed>& timed) {
+void print_gemm_lines(double sgemm, double peak, const std::vector<Timed>& timed) {
   std::string in_gemm, floor;
   for (const Timed& t : timed) {
     const char* sep = in_gemm.empty() ? "" : ", ";
-    in_gemm += fmt::format("{}{} {:.2f} ms ({:.0f}% of the time, {:.0f} calls at {:.1f} GFLOP/s)", sep, t.what,
-                           t.gemm_seconds * 1e3, 100 * t.gemm_seconds / t.median, t.gemm_calls,
-                           t.flops / 1e9 / std::max(t.gemm_seconds, 1e-12));
+    const double gemm_gflops = t.flops / 1e9 / std::max(t.gemm_seconds, 1e-12);
+    in_gemm += fmt::format("{}{} {:.2f} ms ({:.0f}% of the time, {:.0f} calls at {:.1f} GFLOP/s, {:.0f}% of peak)", sep,
+                           t.what, t.gemm_seconds * 1e3, 100 * t.gemm_seconds / t.median, t.gemm_calls, gemm_gflops,
+                           100 * gemm_gflops / peak);
     const double least = t.flops / (sgemm * 1e9);
     floor += fmt::format("{}{} {:.2f} ms ({:.0f}% of the time)", sep, t.what, least * 1e3, 100 * least / t.median);
   }
   fmt::print("in GEMM      {}\n", in_gemm);
   fmt::print("floor        the matrix products alone at the OpenBLAS sgemm rate: {}\n", floor);
+}
+
+// The ceiling and the yardstick, measured in this run, with how close the
+// training step (train_gflops; 0: not run) comes to each.
+void print_peak_lines(const FmaPeak& peak, double sgemm, double train_gflops) {
+  fmt::print("peak         float32 FMA {:.1f} GFLOP/s on {} thread{} of {} ({}, {} chains of {} lanes), measured in this run\n",
+             peak.gflops, peak.threads, peak.threads == 1 ? "" : "s", cpu_model_name(), peak.isa, peak.chains,
+             peak.lanes);
+  fmt::print("sgemm        512x512x512 {:.1f} GFLOP/s ({:.0f}% of peak), measured in this run\n", sgemm,
+             100 * sgemm / peak.gflops);
+  if (train_gflops > 0)
+    fmt::print("peak share   train step {:.1f} GFLOP/s: {:.0f}% of peak, {:.0f}% of sgemm\n", train_gflops,
+               100 * train_gflops / peak.gflops, 100 * train_gflops / sgemm);
 }
 
 void run_bench(const BenchFlags& f) {
@@ -321,12 +337,9 @@ void run_bench(const BenchFlags& f) {
     for (const Timed& t : bench_decoding(f, model, batch)) timed.push_back(t);
   // sgemm before and after: the better of the two, should the machine be busy for one of them.
   const double sgemm = std::max(sgemm_before, sgemm_gflops());
-  if (f.train)
-    fmt::print("sgemm        512x512x512 {:.1f} GFLOP/s, measured in this run: the training step runs at {:.0f}% of it\n",
-               sgemm, 100 * timed[0].flops / 1e9 / timed[0].median / sgemm);
-  else
-    fmt::print("sgemm        512x512x512 {:.1f} GFLOP/s, measured in this run\n", sgemm);
-  print_gemm_lines(sgemm, timed);
+  const FmaPeak peak = measure_fma_peak(f.threads);
+  print_peak_lines(peak, sgemm, f.train ? timed[0].flops / 1e9 / timed[0].median : 0.0);
+  print_gemm_lines(sgemm, peak.gflops, timed);
   if (f.gemm_shapes > 0)
     for (const Timed& t : timed) print_gemm_shapes(t, f.gemm_shapes);
   rusage usage{};
