@@ -48,7 +48,8 @@ done
 attend_steps="${ATTEND_STEPS:-$twin_steps}"
 step() { awk '/^train step/ {print $4}' <<<"$1"; }
 rss() { awk '/^peak RSS/ {print $3}' <<<"$1"; }
-sgemm_share() { sed -n 's/^sgemm .* runs at \([0-9.]*\)% of it$/\1/p' <<<"$1"; }
+sgemm_share() { sed -n 's/^peak share   train step .* GFLOP\/s: [0-9.]*% of peak, \([0-9.]*\)% of sgemm$/\1/p' <<<"$1"; }
+peak_share() { sed -n 's/^peak share   train step .* GFLOP\/s: \([0-9.]*\)% of peak, [0-9.]*% of sgemm$/\1/p' <<<"$1"; }
 # The floor of $1 ("train step", "greedy", "beam K=5") in ms: its products at the sgemm rate.
 floor_ms() { sed -n "s/^floor .*$1 \([0-9.]*\) ms.*/\1/p" <<<"$2"; }
 one_cpu "$@"
@@ -102,7 +103,7 @@ turn_round() {
   a="$(cat "$d/a.txt")" t="$(cat "$d/t.txt")"
   rm -rf "$d"
 }
-a_steps=() t_steps=() ratios=() shares=() floors=() a_rss=0 t_rss=0
+a_steps=() t_steps=() ratios=() shares=() peaks=() floors=() a_rss=0 t_rss=0
 for ((r = 1; r <= rounds; ++r)); do
   if ((turns > 0)); then
     turn_round "$@"
@@ -112,7 +113,7 @@ for ((r = 1; r <= rounds; ++r)); do
   fi
   same_kernels "$a" "$t"
   if ((r == 1)); then printf '%s\n\n%s\n\n' "$a" "$t"; fi
-  a_steps+=("$(step "$a")") t_steps+=("$(step "$t")") shares+=("$(sgemm_share "$a")") floors+=("$(floor_ms "train step" "$a")")
+  a_steps+=("$(step "$a")") t_steps+=("$(step "$t")") shares+=("$(sgemm_share "$a")") peaks+=("$(peak_share "$a")") floors+=("$(floor_ms "train step" "$a")")
   ratios+=("$(ratio "${t_steps[-1]}" "${a_steps[-1]}")")
   a_rss=$(awk -v x="$a_rss" -v y="$(rss "$a")" 'BEGIN {print (y > x ? y : x)}')
   t_rss=$(awk -v x="$t_rss" -v y="$(rss "$t")" 'BEGIN {print (y > x ? y : x)}')
@@ -121,9 +122,11 @@ read -r am amin amax < <(printf '%s\n' "${a_steps[@]}" | summary)
 read -r tm tmin tmax < <(printf '%s\n' "${t_steps[@]}" | summary)
 read -r rm rmin rmax < <(printf '%s\n' "${ratios[@]}" | summary)
 read -r sm smin smax < <(printf '%s\n' "${shares[@]}" | summary)
+read -r pm pmin pmax < <(printf '%s\n' "${peaks[@]}" | summary)
 read -r fm fmin fmax < <(printf '%s\n' "${floors[@]}" | summary)
 awk -v am="$am" -v pin="${pin[*]}" -v amin="$amin" -v amax="$amax" -v tm="$tm" -v tmin="$tmin" -v tmax="$tmax" -v n="$rounds" \
     -v ra="$a_rss" -v rt="$t_rss" -v rmin="$rmin" -v rmax="$rmax" -v sm="$sm" -v smin="$smin" -v smax="$smax" \
+    -v pm="$pm" -v pmin="$pmin" -v pmax="$pmax" \
     -v fm="$fm" -v fmin="$fmin" -v fmax="$fmax" -v as="$attend_steps" -v ts="$twin_steps" \
     -v twin="pytorch${TORCH_FLAGS:+ ($TORCH_FLAGS)}" 'BEGIN {
   printf "training step over %d alternating rounds, median (min-max) of each round'"'"'s median:\n", n
@@ -131,7 +134,7 @@ awk -v am="$am" -v pin="${pin[*]}" -v amin="$amin" -v amax="$amax" -v tm="$tm" -
   printf "  speed-up within each round: %.2fx to %.2fx\n", rmin, rmax
   printf "  both sides ran %s\n", pin == "" ? "unpinned" : "under " pin
   printf "  timed window of a round: attend %d steps (~%.0f ms), %s %d steps (~%.0f ms)\n", as, as * am, twin, ts, ts * tm
-  printf "  attend at %.0f%% (%.0f-%.0f%%) of the sgemm rate measured in its run\n", sm, smin, smax
+  printf "  attend at %.0f%% (%.0f-%.0f%%) of the core'"'"'s FMA peak and %.0f%% (%.0f-%.0f%%) of the sgemm rate, both measured in its run\n", pm, pmin, pmax, sm, smin, smax
   printf "  the products alone at that rate: %.2f ms (%.2f-%.2f), so nothing doing them through this OpenBLAS is more than %.2fx as fast as %s\n", fm, fmin, fmax, tm / fm, twin
   printf "peak RSS: attend %d MB, pytorch %d MB (%.2f of pytorch)\n", ra, rt, ra / rt
 }'

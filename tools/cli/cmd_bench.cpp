@@ -302,7 +302,7 @@ void print_gemm_lines(double sgemm, double peak, const std::vector<Timed>& timed
 // The ceiling and the yardstick, measured in this run, with how close the
 // training step (train_gflops; 0: not run) comes to each.
 void print_peak_lines(const FmaPeak& peak, double sgemm, double train_gflops) {
-  fmt::print("peak         float32 FMA {:.1f} GFLOP/s on {} thread{} of {} ({}, {} chains of {} lanes), measured in this run\n",
+  fmt::print("peak         float32 FMA {:.1f} GFLOP/s on {} thread{} of {}: {}, {} chains of {} lanes, measured in this run\n",
              peak.gflops, peak.threads, peak.threads == 1 ? "" : "s", cpu_model_name(), peak.isa, peak.chains,
              peak.lanes);
   fmt::print("sgemm        512x512x512 {:.1f} GFLOP/s ({:.0f}% of peak), measured in this run\n", sgemm,

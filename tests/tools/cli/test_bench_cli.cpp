@@ -19,6 +19,7 @@
 #include <tuple>
 #include <vector>
 
+#include "bench/peak/fma_peak.hpp"
 #include "tests/support/cli_child.hpp"
 
 using attend::testing::attend_cli;
@@ -177,7 +178,12 @@ TEST_CASE("bench --gemm-shapes N stops at N, without it there is no table, --no-
   CHECK(shape_rows(lines_of(r.out), "train step").size() == 2);
   CHECK(contains(r.out, "GEMM shapes  train step: the 2 that take the most time (per step)"));
   CHECK_FALSE(contains(r.out, "greedy"));
-  CHECK(contains(r.out, "the training step runs at"));
+  // The ceiling and the yardstick of this run, and the step's share of each.
+  CHECK(contains(r.out, "\npeak         float32 FMA "));
+  CHECK(contains(r.out, " on 1 thread of " + attend::tools::cpu_model_name() + ": "));
+  CHECK(contains(r.out, "% of peak), measured in this run\n"));
+  CHECK(contains(r.out, "\npeak share   train step "));
+  CHECK(contains(r.out, "% of peak, "));
 
   args = kTiny;
   r = attend_cli(s, args, "", 300);
@@ -186,6 +192,36 @@ TEST_CASE("bench --gemm-shapes N stops at N, without it there is no table, --no-
   CHECK(contains(r.out, "beam K=5"));
   CHECK(contains(r.out, "peak RSS"));
   CHECK(contains(r.out, "\nOpenBLAS kernels "));  // which kernels the figures come from
+
+  args = kTiny;
+  args.insert(args.end(), {"--no-train"});
+  r = attend_cli(s, args, "", 300);
+  REQUIRE(r.exit_code == 0);
+  CHECK(contains(r.out, "\npeak         float32 FMA "));
+  CHECK_FALSE(contains(r.out, "peak share"));  // no training step to compare
+}
+
+TEST_CASE("the FMA probe reports a rate at a width this CPU runs, over the threads asked for") {
+  for (const int threads : {1, 2}) {
+    CAPTURE(threads);
+    const attend::tools::FmaPeak p = attend::tools::measure_fma_peak(threads);
+    CHECK(std::isfinite(p.gflops));
+    CHECK(p.gflops > 0);
+    CHECK(p.threads == threads);
+    CHECK(p.chains >= 8);  // enough in flight to hide the FMA latency
+    if (p.isa == "AVX-512") {
+      CHECK(__builtin_cpu_supports("avx512f"));
+      CHECK(p.lanes == 16);
+    } else if (p.isa == "AVX2") {
+      CHECK(__builtin_cpu_supports("avx2"));
+      CHECK(p.lanes == 8);
+    } else {
+      CHECK(p.isa == "128-bit");
+      CHECK(p.lanes == 4);
+    }
+  }
+  CHECK(attend::tools::measure_fma_peak(0).threads == 1);
+  CHECK_FALSE(attend::tools::cpu_model_name().empty());
 }
 
 TEST_CASE("bench --gemm-shapes refuses what is not a count, with a message and no crash") {
