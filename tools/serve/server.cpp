@@ -5,6 +5,7 @@
 #include <httplib.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -207,12 +208,25 @@ void run_server(Service& service, const ServerConfig& config, std::FILE* out) {
   server.set_read_timeout(config.read_timeout, 0);
   server.set_write_timeout(config.write_timeout, 0);
   server.set_keep_alive_timeout(2);
+  server.set_keep_alive_max_count(100);
+  // httplib listens with a backlog of 5: clients connecting at once past it wait for
+  // a SYN retransmission (a second). Its socket is kept here to listen again with `queue`.
+  int listening = -1;
+  server.set_socket_options([&listening](int sock) {
+    const int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    listening = sock;
+  });
+  // httplib writes an answer's headers and body apart: with Nagle's algorithm the
+  // body waits for the client's delayed ACK (about 40 ms) on every keep-alive request.
+  server.set_tcp_nodelay(true);
   add_routes(server, service);
   const std::string host = config.host == "[::1]" ? "::1" : config.host;
   const int port = config.port == 0 ? server.bind_to_any_port(host) : (server.bind_to_port(host, config.port) ? config.port : -1);
   if (port < 0) {
     fail("serve: cannot listen on {} port {} (in use, or not an address of this machine)", config.host, config.port);
   }
+  if (listening >= 0) ::listen(listening, config.queue);  // on Linux, a new backlog for the listening socket
   fmt::print(out, "listening on {}\n", server_url(host, port));
   std::fflush(out);
   std::atomic<bool> done{false};
