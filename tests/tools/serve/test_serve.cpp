@@ -294,6 +294,12 @@ TEST_CASE("serve answers hostile requests with a 4xx JSON error and keeps servin
       {"a sentence over 65536 bytes", "/translator/translate", translate_body({std::string(70000, 'a')}), 413},
       {"65 items", "/translator/translate", translate_body(std::vector<std::string>(65, "the cat")), 413},
       {"a body over 1 MiB", "/translator/translate", std::string(2 << 20, ' '), 413},
+      {"arrays nested 400000 deep", "/translator/translate", std::string(400000, '[') + std::string(400000, ']'), 400},
+      {"objects nested 200000 deep, unclosed", "/explain", [] {
+         std::string deep;
+         for (int i = 0; i < 200000; ++i) deep += "{\"a\":";
+         return deep;
+       }(), 400},
       {"explain: an array", "/explain", R"([{"src": "the cat"}])", 400},
       {"explain: src empty", "/explain", R"({"src": "  "})", 400},
       {"explain: ref empty", "/explain", R"({"src": "the cat", "ref": ""})", 400},
