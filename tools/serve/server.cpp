@@ -142,7 +142,8 @@ extern "C" void on_stop_signal(int) {
   errno = saved;
 }
 
-// Installs the handler for SIGINT and SIGTERM while alive, the previous ones after.
+// Installs the handler for SIGINT and SIGTERM, and ignores SIGPIPE, while alive;
+// the previous dispositions after.
 class StopSignals {
  public:
   StopSignals() {
@@ -152,10 +153,17 @@ class StopSignals {
     sigemptyset(&action.sa_mask);
     ::sigaction(SIGINT, &action, &previous_[0]);
     ::sigaction(SIGTERM, &action, &previous_[1]);
+    // A client that hangs up while its answer is written: an EPIPE for that
+    // connection, not the end of the server.
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
+    ::sigaction(SIGPIPE, &ignore, &previous_[2]);
   }
   ~StopSignals() {
     ::sigaction(SIGINT, &previous_[0], nullptr);
     ::sigaction(SIGTERM, &previous_[1], nullptr);
+    ::sigaction(SIGPIPE, &previous_[2], nullptr);
     ::close(stop_pipe[0]);
     ::close(stop_pipe[1]);
     stop_pipe[0] = stop_pipe[1] = -1;
@@ -166,7 +174,7 @@ class StopSignals {
   static void wake() { [[maybe_unused]] const ssize_t n = ::write(stop_pipe[1], "w", 1); }
 
  private:
-  struct sigaction previous_[2] {};
+  struct sigaction previous_[3] {};
 };
 
 void watch_signals(httplib::Server& server, const std::atomic<bool>& done) {

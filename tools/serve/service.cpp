@@ -142,8 +142,9 @@ std::string Service::explain(std::string_view body) {
   greedy_flags.decode.beam = greedy_flags.decode.n_best = 1;
   greedy_flags.decode.coverage = 0;
   const TextTranslation greedy =
-      f.decode.beam == 1 ? n_best.front()
-                         : translate_lines(m.models, {r.src}, tokens, greedy_flags, decode_options(greedy_flags)).front().front();
+      f.decode.beam == 1 || r.ref  // with a reference, only the source tokens are read from it
+          ? n_best.front()
+          : translate_lines(m.models, {r.src}, tokens, greedy_flags, decode_options(greedy_flags)).front().front();
   const AttentionGradients g = explained_gradients(lm, greedy, r.ref ? &*r.ref : nullptr);
   out["target_tokens"] = g.target_tokens;
   out["alpha"] = g.alpha;

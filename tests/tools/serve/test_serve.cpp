@@ -1,7 +1,10 @@
 // attend serve (tools/serve/): its API answered by a server in a child process on
 // 127.0.0.1 and a free port, checked against attend translate and
 // attention_gradients, under concurrent clients, hostile requests and signals.
+#include <arpa/inet.h>
 #include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <cmath>
 #include <thread>
@@ -51,6 +54,20 @@ std::vector<std::string> moses_fields(const std::string& line) {
     fields.push_back(line.substr(at, next - at));
   }
   return fields;
+}
+
+// A TCP connection to 127.0.0.1:port (-1 if refused).
+int connect_to(int port) {
+  const int sock = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<std::uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(sock, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
+    ::close(sock);
+    return -1;
+  }
+  return sock;
 }
 
 std::vector<double> values(const Json& entry, const char* key = "data") { return entry[key].get<std::vector<double>>(); }
@@ -326,6 +343,20 @@ TEST_CASE("serve answers hostile requests with a 4xx JSON error and keeps servin
   a = get(c, "/no/such/page");
   CHECK(a.status == 404);
   CHECK(Json::parse(a.body)["status"] == "error");
+  // Clients that hang up before their answer, or connect and send nothing, while others are answered.
+  const std::string many = translate_body(std::vector<std::string>(64, "a big dog sees the red car"));
+  const std::string request = "POST /translator/translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                              "Content-Length: " + std::to_string(many.size()) + "\r\n\r\n" + many;
+  std::vector<int> silent;
+  for (int i = 0; i < 3; ++i) silent.push_back(connect_to(server.port));
+  for (int i = 0; i < 20; ++i) {
+    const int sock = connect_to(server.port);
+    REQUIRE(sock >= 0);
+    CHECK(::send(sock, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size()));
+    ::close(sock);
+  }
+  CHECK(post(c, "/translator/translate", translate_body({"the cat"})).status == 200);
+  for (int sock : silent) ::close(sock);
   CHECK(get(c, "/translator/health").status == 200);  // still serving
   CHECK(post(c, "/translator/translate", translate_body({"the cat"})).status == 200);
   CHECK(server.stop().exit_code == 0);
