@@ -3,6 +3,8 @@
 // every attend::Error a request causes is its 400 answer.
 #include "tools/serve/service.hpp"
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "core/io/limits.hpp"
@@ -57,6 +59,19 @@ Json hypotheses_json(const std::vector<TextTranslation>& n_best) {
   for (const TextTranslation& t : n_best)
     out.push_back({{"tgt", t.text}, {"tokens", t.output_tokens}, {"pred_score", t.score}, {"log_prob", t.log_prob}});
   return out;
+}
+
+// ‖h_j‖ of each encoder state (the same for every step): α_tj ‖h_j‖ is the length
+// of source token j's share of step t's context, for any cell of the heatmap.
+std::vector<double> state_norms(const Json& H) {
+  const auto S = H["shape"][0].get<std::size_t>(), Hk = H["shape"][1].get<std::size_t>();
+  const std::vector<double> h = H["data"].get<std::vector<double>>();
+  std::vector<double> norms(S, 0.0);
+  for (std::size_t j = 0; j < S; ++j) {
+    for (std::size_t i = 0; i < Hk; ++i) norms[j] += h[j * Hk + i] * h[j * Hk + i];
+    norms[j] = std::sqrt(norms[j]);
+  }
+  return norms;
 }
 
 }  // namespace
@@ -134,7 +149,7 @@ std::string Service::explain(std::string_view body) {
   out["target"] = r.ref ? "reference" : "greedy";
   out["hypotheses"] = hypotheses_json(n_best);
   if (lm.config.attention == AttentionKind::None) {
-    for (const char* key : {"target_tokens", "alpha", "dalpha", "loss", "step"}) out[key] = nullptr;
+    for (const char* key : {"target_tokens", "alpha", "dalpha", "loss", "step", "state_norms"}) out[key] = nullptr;
     return dump(out);
   }
   // Without a reference the greedy translation is explained, whatever the beam.
@@ -156,6 +171,7 @@ std::string Service::explain(std::string_view body) {
                                      steps, steps - 1));
   const std::vector<std::string> target(g.target_tokens.begin(), g.target_tokens.end() - 1);  // without </s>
   out["step"] = explain_model_step(*lm.model, g.source_tokens, target, lm.source_vocab, lm.target_vocab, r.step);
+  out["state_norms"] = state_norms(out["step"]["values"]["H"]);
   return dump(out);
 }
 

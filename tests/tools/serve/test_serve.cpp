@@ -205,6 +205,7 @@ TEST_CASE("/explain returns attention_gradients' alpha and dL/dalpha, the beam a
     double norm = 0;
     for (std::size_t i = 0; i < Hk; ++i) norm += H[k * Hk + i] * H[k * Hk + i];
     CHECK(step["contribution_norms"][k].get<double>() == doctest::Approx(alpha[k] * std::sqrt(norm)));
+    CHECK(j["state_norms"][k].get<double>() == doctest::Approx(std::sqrt(norm)));
   }
   for (std::size_t i = 0; i < Hk; ++i) {  // c = Σ_j α_j h_j
     double sum = 0;
@@ -230,6 +231,7 @@ TEST_CASE("/explain returns attention_gradients' alpha and dL/dalpha, the beam a
   CHECK(j["attention"] == "none");
   CHECK(j["alpha"].is_null());
   CHECK(j["step"].is_null());
+  CHECK(j["state_norms"].is_null());
   CHECK(j["translation"].is_string());
   CHECK(server.stop().exit_code == 0);
 }
