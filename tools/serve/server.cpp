@@ -4,6 +4,8 @@
 
 #include <httplib.h>
 #include <fcntl.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -190,10 +192,32 @@ void watch_signals(httplib::Server& server, const std::atomic<bool>& done) {
   }
 }
 
+// The pool, the limits and the sockets' options; `listening` gets the listening socket.
+void configure(httplib::Server& server, const ServerConfig& config, int& listening) {
+  server.new_task_queue = [&config] { return new BoundedPool(config.workers, config.queue); };
+  server.set_payload_max_length(kMaxBodyBytes);
+  server.set_read_timeout(config.read_timeout, 0);
+  server.set_write_timeout(config.write_timeout, 0);
+  server.set_keep_alive_timeout(2);
+  server.set_keep_alive_max_count(100);
+  // httplib listens with a backlog of 5: clients connecting at once past it wait for
+  // a SYN retransmission (a second). Its socket is kept to listen again with `queue`.
+  server.set_socket_options([&listening](int sock) {
+    const int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    listening = sock;
+  });
+  // httplib writes an answer's headers and body apart: with Nagle's algorithm the
+  // body waits for the client's delayed ACK (about 40 ms) on every keep-alive request.
+  server.set_tcp_nodelay(true);
+}
+
 }  // namespace
 
 bool is_loopback(const std::string& host) {
-  return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
+  if (host == "localhost" || host == "::1" || host == "[::1]") return true;
+  in_addr v4{};  // an IPv4 address in 127.0.0.0/8, written as one (not a name like 127.example.com)
+  return ::inet_pton(AF_INET, host.c_str(), &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127;
 }
 
 std::string server_url(const std::string& host, int port) {
@@ -211,29 +235,13 @@ void run_server(Service& service, const ServerConfig& config, std::FILE* out) {
                        "authentication and no TLS (docs/serve.md, Security)\n", config.host);
   const StopSignals stop_signals;
   httplib::Server server;
-  server.new_task_queue = [&] { return new BoundedPool(config.workers, config.queue); };
-  server.set_payload_max_length(kMaxBodyBytes);
-  server.set_read_timeout(config.read_timeout, 0);
-  server.set_write_timeout(config.write_timeout, 0);
-  server.set_keep_alive_timeout(2);
-  server.set_keep_alive_max_count(100);
-  // httplib listens with a backlog of 5: clients connecting at once past it wait for
-  // a SYN retransmission (a second). Its socket is kept here to listen again with `queue`.
   int listening = -1;
-  server.set_socket_options([&listening](int sock) {
-    const int yes = 1;
-    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-    listening = sock;
-  });
-  // httplib writes an answer's headers and body apart: with Nagle's algorithm the
-  // body waits for the client's delayed ACK (about 40 ms) on every keep-alive request.
-  server.set_tcp_nodelay(true);
+  configure(server, config, listening);
   add_routes(server, service);
   const std::string host = config.host == "[::1]" ? "::1" : config.host;
   const int port = config.port == 0 ? server.bind_to_any_port(host) : (server.bind_to_port(host, config.port) ? config.port : -1);
-  if (port < 0) {
+  if (port < 0)
     fail("serve: cannot listen on {} port {} (in use, or not an address of this machine)", config.host, config.port);
-  }
   if (listening >= 0) ::listen(listening, config.queue);  // on Linux, a new backlog for the listening socket
   fmt::print(out, "listening on {}\n", server_url(host, port));
   std::fflush(out);

@@ -16,6 +16,7 @@
 #include "tests/support/translate_cli.hpp"
 #include "tests/tools/serve/serve_child.hpp"
 #include "tools/explain/explain.hpp"
+#include "tools/serve/server.hpp"
 
 using namespace attend;
 using namespace attend::testing;
@@ -380,4 +381,13 @@ TEST_CASE("SIGINT and SIGTERM stop serve cleanly, and a remote host needs --allo
   CHECK(r.exit_code != 0);
   CHECK(contains(r.err, "--allow-remote"));
   CHECK(r.out == "");
+}
+
+TEST_CASE("serve: only loopback addresses count as loopback, and URLs bracket IPv6") {
+  using tools::serve::is_loopback;
+  for (const char* host : {"127.0.0.1", "127.5.6.7", "::1", "[::1]", "localhost"}) CHECK_MESSAGE(is_loopback(host), host);
+  for (const char* host : {"0.0.0.0", "10.0.0.1", "127.example.com", "128.0.0.1", "::", "", "localhost.evil"})
+    CHECK_MESSAGE(!is_loopback(host), host);
+  CHECK(tools::serve::server_url("127.0.0.1", 80) == "http://127.0.0.1:80/");
+  CHECK(tools::serve::server_url("::1", 8080) == "http://[::1]:8080/");
 }
