@@ -20,13 +20,14 @@ namespace {
 struct ServeFlags {
   TranslateFlags translate;  // --model (several: several models, not an ensemble) and the decoding defaults
   serve::ServerConfig server;
+  bool coalesce = false;
 };
 
 void run_serve(ServeFlags& f) {
   if (f.translate.models.size() > static_cast<std::size_t>(limits::kMaxEnsemble))
     fail("serve: {} models given; at most {} (core/io/limits.hpp)", f.translate.models.size(), limits::kMaxEnsemble);
   blas::set_num_threads(f.translate.threads);
-  serve::Service service(f.translate.models, f.translate);
+  serve::Service service(f.translate.models, f.translate, f.coalesce);
   serve::run_server(service, f.server, stdout);
 }
 
@@ -63,6 +64,10 @@ void add_serve_command(CLI::App& app) {
                   "Connections waiting for a worker; past them the server stops accepting until one frees")
       ->check(check::integer(1, 4096))
       ->capture_default_str();
+  cmd->add_flag("--coalesce", f->coalesce,
+                "Translate the requests that wait for a model with the same options together, in batches of up to "
+                "--batch sentences (faster under load; the scores' last digits then depend on the batch, as with "
+                "translate's --batch)");
   add_decode_flags(cmd, f->translate.decode, true);
   cmd->add_option("--alignments", f->translate.alignments,
                   "hard: answer with \"align\" unless a request says report_align false")

@@ -9,6 +9,7 @@
 
 #include "core/io/limits.hpp"
 #include "tools/explain/explain_step.hpp"
+#include "tools/serve/coalesce.hpp"
 #include "tools/serve/request.hpp"
 
 namespace attend::tools::serve {
@@ -76,7 +77,7 @@ std::vector<double> state_norms(const Json& H) {
 
 }  // namespace
 
-Service::Service(const std::vector<std::string>& dirs, const TranslateFlags& defaults) {
+Service::Service(const std::vector<std::string>& dirs, const TranslateFlags& defaults, bool coalesce) {
   const UnkDictionary dictionary = defaults.unk_dict.empty() ? UnkDictionary() : UnkDictionary::load(defaults.unk_dict);
   defaults.decode.options();  // the flags' mistakes before any model loads
   for (const std::string& dir : dirs) {
@@ -87,6 +88,7 @@ Service::Service(const std::vector<std::string>& dirs, const TranslateFlags& def
     m->defaults = defaults;
     m->defaults.models = {dir};
     m->dictionary = dictionary;
+    m->coalesce = coalesce;
     if (m->models.front().config.attention == AttentionKind::None && (!defaults.alignments.empty() || defaults.replace_unk))
       fail("serve: {} needs models with attention; {} has none",
            defaults.replace_unk ? "--replace-unk" : "--alignments", dir);
@@ -106,9 +108,8 @@ std::string Service::translate(std::string_view body) {
   ServedModel& m = model(r.model);
   const TranslateFlags f = flags_for(m, r.options);
   const DecodeOptions options = decode_options(f);
-  std::lock_guard<std::mutex> lock(m.mutex);
-  const std::vector<std::int64_t> tokens = checked(m, r.sources, options);
-  std::vector<std::vector<TextTranslation>> out = translate_lines(m.models, r.sources, tokens, f, options);
+  const std::vector<std::int64_t> tokens = checked(m, r.sources, options);  // reads the model, changes nothing
+  std::vector<std::vector<TextTranslation>> out = translate_for(m, r.sources, tokens, f, options);
   if (f.replace_unk)
     for (auto& n_best : out)
       for (TextTranslation& t : n_best) replace_unknown_words(t, m.dictionary, m.models.front().codecs.target);

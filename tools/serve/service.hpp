@@ -17,6 +17,8 @@
 
 namespace attend::tools::serve {
 
+struct Waiting;  // coalesce.cpp
+
 // A model and its default options. Its mutex lets one request at a time use it:
 // Seq2Seq::step counts the steps since the last encode, and explaining sets a
 // hook on the model and accumulates into its gradients.
@@ -27,13 +29,16 @@ struct ServedModel {
   TranslateFlags defaults;          // beam, n-best, alignments ("" or "hard"), replace-unk, length penalty, ...
   UnkDictionary dictionary;
   std::mutex mutex;
+  bool coalesce = false;                // --coalesce (coalesce.hpp)
+  std::mutex waiting_mutex;             // guards `waiting` and the answers handed out
+  std::vector<Waiting*> waiting;         // the requests waiting for the model
 };
 
 class Service {
  public:
   // Loads each directory once, as model 0, 1, ...; `defaults` holds the options
   // of attend translate that apply (checked here, as translate checks them).
-  Service(const std::vector<std::string>& dirs, const TranslateFlags& defaults);
+  Service(const std::vector<std::string>& dirs, const TranslateFlags& defaults, bool coalesce = false);
 
   std::string translate(std::string_view body);  // POST /translator/translate
   std::string explain(std::string_view body);    // POST /explain

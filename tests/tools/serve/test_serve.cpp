@@ -277,6 +277,47 @@ TEST_CASE("serve gives N concurrent clients the answers one client gets") {
   CHECK(server.stop().exit_code == 0);
 }
 
+TEST_CASE("serve --coalesce: concurrent clients get the translations one client gets") {
+  Models m;
+  ServeChild server(m.scratch, {"--model", m.additive, "--workers", "8", "--coalesce"});
+  const std::vector<std::string> bodies = {translate_body({kSentences[0], kSentences[1]}),
+                                           translate_body({kSentences[3]}),
+                                           translate_body({kSentences[1]}, {{"beam_size", 3}, {"n_best", 2}})};
+  std::vector<Json> alone;
+  {
+    httplib::Client c = server.client();
+    for (const std::string& body : bodies) alone.push_back(Json::parse(post(c, "/translator/translate", body).body));
+  }
+  constexpr int kClients = 8, kRounds = 4;
+  std::vector<std::vector<std::pair<std::size_t, Answer>>> got(kClients);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kClients; ++i)
+    clients.emplace_back([&, i] {
+      httplib::Client c = server.client();
+      for (int round = 0; round < kRounds; ++round) {
+        const std::size_t k = static_cast<std::size_t>(i + round) % bodies.size();
+        got[i].emplace_back(k, post(c, "/translator/translate", bodies[k]));
+      }
+    });
+  for (std::thread& t : clients) t.join();
+  for (const auto& answers : got)
+    for (const auto& [k, a] : answers) {
+      REQUIRE(a.status == 200);
+      const Json j = Json::parse(a.body);
+      REQUIRE(j.size() == alone[k].size());
+      for (std::size_t rank = 0; rank < j.size(); ++rank) {
+        REQUIRE(j[rank].size() == alone[k][rank].size());
+        for (std::size_t i = 0; i < j[rank].size(); ++i) {
+          CHECK(j[rank][i]["src"] == alone[k][rank][i]["src"]);
+          CHECK(j[rank][i]["tgt"] == alone[k][rank][i]["tgt"]);
+          CHECK(j[rank][i]["pred_score"].get<double>() ==
+                doctest::Approx(alone[k][rank][i]["pred_score"].get<double>()).epsilon(1e-5));
+        }
+      }
+    }
+  CHECK(server.stop().exit_code == 0);
+}
+
 TEST_CASE("serve answers hostile requests with a 4xx JSON error and keeps serving") {
   Models m;
   ServeChild server(m.scratch, {"--model", m.additive, "--model", m.none});
