@@ -4,7 +4,8 @@
 #   - by `attend translate` on the whole file (sentences/s, model loading included),
 #     and on one sentence (the latency a command line gives one sentence);
 #   - by `attend serve`, one sentence a request, from 1, 4 and 16 concurrent
-#     clients (CLIENTS) of bench/serve_client.py: requests/s and p50/p90/p99 latency.
+#     clients (CLIENTS) of bench/serve_client.py: requests/s and p50/p90/p99 latency,
+#     each request decoded alone (the default) and with --coalesce.
 # All traffic stays on 127.0.0.1. The model is MODEL (a directory written by
 # attend train) if set; otherwise one at config S's size (embed 32, hidden 64,
 # additive attention; lib.sh) is trained on the toy language for STEPS steps
@@ -61,21 +62,31 @@ timed_translate() {  # FILE: the wall time of attend translate on it, and senten
 run translate-file timed_translate "$scratch/source.txt"
 run translate-one timed_translate "$scratch/one.txt"
 
-"$attend_bin" serve --model "$model" --port 0 --workers 16 --threads "$threads" >"$scratch/serve.out" 2>"$scratch/serve.err" &
-server_pid=$!
-port=""
-for _ in $(seq 600); do
-  port="$(sed -n 's|^listening on http://127.0.0.1:\([0-9]*\)/$|\1|p' "$scratch/serve.out")"
-  [[ -z $port ]] || break
-  kill -0 "$server_pid" 2>/dev/null || { cat "$scratch/serve.err" >&2; exit 1; }
-  sleep 0.1
+start_server() {  # FLAGS...: attend serve on a free port, its port in `port`
+  "$attend_bin" serve --model "$model" --port 0 --workers 16 --threads "$threads" "$@" \
+    >"$scratch/serve.out" 2>"$scratch/serve.err" &
+  server_pid=$!
+  port=""
+  for _ in $(seq 600); do
+    port="$(sed -n 's|^listening on http://127.0.0.1:\([0-9]*\)/$|\1|p' "$scratch/serve.out")"
+    [[ -z $port ]] || return 0
+    kill -0 "$server_pid" 2>/dev/null || { cat "$scratch/serve.err" >&2; exit 1; }
+    sleep 0.1
+  done
+  echo "attend serve did not start" >&2
+  exit 1
+}
+# Each request alone (the default), then --coalesce (concurrent requests batched together).
+for mode in alone coalesce; do
+  flags=()
+  [[ $mode == alone ]] || flags=(--coalesce)
+  start_server "${flags[@]}"
+  for c in $clients; do
+    run "serve-$mode-$c-clients" python3 "$(dirname "$0")/serve_client.py" --port "$port" --clients "$c" "$scratch/source.txt"
+  done
+  stop_server
+  server_pid=""
 done
-[[ -n $port ]] || { echo "attend serve did not start" >&2; exit 1; }
-for c in $clients; do
-  run "serve-$c-clients" python3 "$(dirname "$0")/serve_client.py" --port "$port" --clients "$c" "$scratch/source.txt"
-done
-stop_server
-server_pid=""
 
 command="bench/serve_load.sh"
 for v in N STEPS MODEL CLIENTS THREADS RESULTS; do
