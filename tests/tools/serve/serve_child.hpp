@@ -1,7 +1,11 @@
 #pragma once
 // `attend serve` in a forked child (tests/support/cli_child.hpp) on 127.0.0.1
-// and a free port, read from its listening line; what the serve tests share.
+// and a free port, read from its listening line, the models it serves, and the
+// requests: what test_serve and test_serve_hostile share.
+#include <arpa/inet.h>
 #include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,7 +19,9 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "models/seq2seq.hpp"
 #include "tests/support/cli_child.hpp"
+#include "tests/support/translate_cli.hpp"
 
 namespace attend::testing {
 
@@ -75,6 +81,42 @@ struct Answer {
   std::string body;
   std::string content_type;
 };
+
+// Two models, additive (id 0) and none (id 1), in a scratch directory.
+struct Models {
+  Scratch scratch{"attend-test-serve"};
+  std::string additive = scratch.path("additive"), none = scratch.path("none");
+  Models() {
+    write_model(additive, AttentionKind::Additive);
+    write_model(none, AttentionKind::None);
+  }
+};
+
+// A POST /translator/translate body: one item per sentence, each with `options`.
+inline std::string translate_body(const std::vector<std::string>& sentences,
+                                  const nlohmann::json& options = nlohmann::json::object()) {
+  nlohmann::json items = nlohmann::json::array();
+  for (const std::string& s : sentences) {
+    nlohmann::json item = options;
+    item["src"] = s;
+    items.push_back(item);
+  }
+  return items.dump();
+}
+
+// A TCP connection to 127.0.0.1:port (-1 if refused).
+inline int connect_to(int port) {
+  const int sock = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<std::uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(sock, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
+    ::close(sock);
+    return -1;
+  }
+  return sock;
+}
 
 inline Answer post(httplib::Client& c, const std::string& path, const std::string& body) {
   auto r = c.Post(path.c_str(), body, "application/json");
