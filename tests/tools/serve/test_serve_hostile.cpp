@@ -4,8 +4,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/support/cli_child.hpp"
@@ -116,6 +118,27 @@ TEST_CASE("SIGINT and SIGTERM stop serve cleanly, and a remote host needs --allo
     CHECK(r.exit_code == 0);
     CHECK(r.signal == 0);
     CHECK(r.err == "");
+  }
+  // A signal while requests are in flight: each is answered whole, or refused (no
+  // connection), never cut short; the server still exits 0.
+  {
+    ServeChild server(m.scratch, {"--model", m.additive, "--workers", "4"});
+    const std::string body = translate_body(std::vector<std::string>(64, "a big dog sees the red car"), {{"beam_size", 8}});
+    std::vector<Answer> answers(4);
+    std::vector<std::thread> clients;
+    for (Answer& a : answers)
+      clients.emplace_back([&server, &body, &a] {
+        httplib::Client c = server.client();
+        a = post(c, "/translator/translate", body);
+      });
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const CliResult r = server.stop(SIGTERM);
+    for (std::thread& t : clients) t.join();
+    CHECK(r.exit_code == 0);
+    for (const Answer& a : answers) {
+      CHECK((a.status == 0 || a.status == 200));
+      if (a.status == 200) CHECK(Json::parse(a.body)[0].size() == 64);
+    }
   }
   const CliResult r = attend_cli(m.scratch, {"serve", "--model", m.additive, "--host", "0.0.0.0", "--port", "0"});
   CHECK(r.exit_code != 0);
