@@ -36,6 +36,44 @@ std::vector<std::string> moses_fields(const std::string& line) {
 
 std::vector<double> values(const Json& entry, const char* key = "data") { return entry[key].get<std::vector<double>>(); }
 
+// The numbers of step t in an /explain answer: named as `attend explain --json`
+// names them, the row t of attention_gradients' α, and consistent with each other.
+void check_step(const Json& j, const AttentionGradients& g, std::size_t t, const std::string& attention) {
+  const Json& step = j["step"];
+  CHECK(step["t"] == t);
+  CHECK(step["target_token"] == g.target_tokens[t]);
+  const Json explain_json = Json::parse(tools::explain_attention({.attention = attention}).json);
+  for (const auto& [key, value] : step["values"].items()) CHECK(explain_json["values"].contains(key));
+  for (const auto& [key, value] : step["gradients"].items()) CHECK(explain_json["gradients"].contains(key));
+  for (const char* key : {"H", "s", "q", "k", "e", "alpha", "c", "h_tilde"}) CHECK(step["values"].contains(key));
+  CHECK(step["values"].contains("t") == (attention == "additive"));  // t_j = tanh(k_j + q)
+  CHECK(step["values"].contains("scale") == (attention != "additive"));
+  const std::vector<double> alpha = values(step["values"]["alpha"]), e = values(step["values"]["e"]);
+  const std::vector<double> H = values(step["values"]["H"]), c_t = values(step["values"]["c"]);
+  const std::vector<double> dalpha = values(step["gradients"]["alpha"], "analytic");
+  const std::vector<double> de = values(step["gradients"]["e"], "analytic");
+  const std::size_t S = alpha.size(), Hk = c_t.size();
+  REQUIRE(S == g.source_tokens.size());
+  double z = 0, weighted = 0;
+  for (double x : e) z += std::exp(x);
+  for (std::size_t k = 0; k < S; ++k) weighted += alpha[k] * dalpha[k];
+  for (std::size_t k = 0; k < S; ++k) {
+    CHECK(alpha[k] == doctest::Approx(g.alpha[t][k]));         // the matrix's row
+    CHECK(alpha[k] == doctest::Approx(std::exp(e[k]) / z));            // α = softmax(e)
+    CHECK(de[k] == doctest::Approx(alpha[k] * (dalpha[k] - weighted)));  // softmax's backward
+    double norm = 0;
+    for (std::size_t i = 0; i < Hk; ++i) norm += H[k * Hk + i] * H[k * Hk + i];
+    CHECK(step["contribution_norms"][k].get<double>() == doctest::Approx(alpha[k] * std::sqrt(norm)));
+    CHECK(j["state_norms"][k].get<double>() == doctest::Approx(std::sqrt(norm)));
+  }
+  for (std::size_t i = 0; i < Hk; ++i) {  // c = Σ_j α_j h_j
+    double sum = 0;
+    for (std::size_t k = 0; k < S; ++k) sum += alpha[k] * H[k * Hk + i];
+    CHECK(c_t[i] == doctest::Approx(sum));
+  }
+  CHECK(step["p_target"].get<double>() == doctest::Approx(std::exp(-step["loss"].get<double>())));
+}
+
 }  // namespace
 
 TEST_CASE("serve translates as attend translate does, with OpenNMT-py's answer shape") {
@@ -124,7 +162,6 @@ TEST_CASE("/explain returns attention_gradients' alpha and dL/dalpha, the beam a
   std::string input = source + "\n";
   const std::vector<std::string> beam = lines_of(run_translate({"--model", m.additive, "--quiet", "--beam", "3",
                                                                 "--n-best", "3"}, &input));
-  const Json explain_json = Json::parse(tools::explain_attention({.attention = "additive"}).json);
   ServeChild server(m.scratch, {"--model", m.additive, "--model", m.none});
   httplib::Client c = server.client();
 
@@ -146,37 +183,7 @@ TEST_CASE("/explain returns attention_gradients' alpha and dL/dalpha, the beam a
   CHECK(j["attention"] == "additive");
   check_matrices(j, with_ref);
 
-  // The step's numbers: named as attend explain --json names them, and consistent with each other.
-  const Json& step = j["step"];
-  CHECK(step["t"] == 2);
-  CHECK(step["target_token"] == with_ref.target_tokens[2]);
-  for (const auto& [key, value] : step["values"].items()) CHECK(explain_json["values"].contains(key));
-  for (const auto& [key, value] : step["gradients"].items()) CHECK(explain_json["gradients"].contains(key));
-  for (const char* key : {"H", "s", "q", "k", "t", "e", "alpha", "c", "h_tilde"}) CHECK(step["values"].contains(key));
-  const std::vector<double> alpha = values(step["values"]["alpha"]), e = values(step["values"]["e"]);
-  const std::vector<double> H = values(step["values"]["H"]), c_t = values(step["values"]["c"]);
-  const std::vector<double> dalpha = values(step["gradients"]["alpha"], "analytic");
-  const std::vector<double> de = values(step["gradients"]["e"], "analytic");
-  const std::size_t S = alpha.size(), Hk = c_t.size();
-  REQUIRE(S == with_ref.source_tokens.size());
-  double z = 0, weighted = 0;
-  for (double x : e) z += std::exp(x);
-  for (std::size_t k = 0; k < S; ++k) weighted += alpha[k] * dalpha[k];
-  for (std::size_t k = 0; k < S; ++k) {
-    CHECK(alpha[k] == doctest::Approx(with_ref.alpha[2][k]));         // the matrix's row
-    CHECK(alpha[k] == doctest::Approx(std::exp(e[k]) / z));            // α = softmax(e)
-    CHECK(de[k] == doctest::Approx(alpha[k] * (dalpha[k] - weighted)));  // softmax's backward
-    double norm = 0;
-    for (std::size_t i = 0; i < Hk; ++i) norm += H[k * Hk + i] * H[k * Hk + i];
-    CHECK(step["contribution_norms"][k].get<double>() == doctest::Approx(alpha[k] * std::sqrt(norm)));
-    CHECK(j["state_norms"][k].get<double>() == doctest::Approx(std::sqrt(norm)));
-  }
-  for (std::size_t i = 0; i < Hk; ++i) {  // c = Σ_j α_j h_j
-    double sum = 0;
-    for (std::size_t k = 0; k < S; ++k) sum += alpha[k] * H[k * Hk + i];
-    CHECK(c_t[i] == doctest::Approx(sum));
-  }
-  CHECK(step["p_target"].get<double>() == doctest::Approx(std::exp(-step["loss"].get<double>())));
+  check_step(j, with_ref, 2, "additive");
 
   // Without a reference: the greedy translation's gradients, whatever the beam; the beam's hypotheses.
   a = post(c, "/explain", Json{{"src", source}, {"beam_size", 3}, {"n_best", 3}}.dump());
@@ -197,6 +204,35 @@ TEST_CASE("/explain returns attention_gradients' alpha and dL/dalpha, the beam a
   CHECK(j["step"].is_null());
   CHECK(j["state_norms"].is_null());
   CHECK(j["translation"].is_string());
+  CHECK(server.stop().exit_code == 0);
+}
+
+TEST_CASE("/explain gives the step's numbers of dot and general attention too") {
+  const Scratch scratch("attend-test-serve-kinds");
+  const std::string source = "a big dog sees the cat", reference = "un grand chien voit le chat";
+  std::vector<std::string> args;
+  std::vector<AttentionGradients> expected;
+  for (AttentionKind kind : {AttentionKind::Dot, AttentionKind::General}) {
+    const std::string dir = scratch.path(std::string(attention_name(kind)));
+    write_model(dir, kind);
+    LoadedModel lm = load_model_dir(dir);
+    expected.push_back(attention_gradients(*lm.model, tokenize(source, lm.tokenizer), tokenize(reference, lm.tokenizer),
+                                           lm.source_vocab, lm.target_vocab));
+    args.insert(args.end(), {"--model", dir});
+  }
+  ServeChild server(scratch, args);
+  httplib::Client c = server.client();
+  for (std::size_t id = 0; id < 2; ++id) {
+    const std::string attention = id == 0 ? "dot" : "general";
+    INFO(attention);
+    const std::size_t last = expected[id].target_tokens.size() - 1;  // the step that predicts </s>
+    const Answer a = post(c, "/explain", Json{{"src", source}, {"ref", reference}, {"model", id}, {"step", last}}.dump());
+    REQUIRE(a.status == 200);
+    const Json j = Json::parse(a.body);
+    CHECK(j["attention"] == attention);
+    CHECK(j["step"]["target_token"] == "</s>");
+    check_step(j, expected[id], last, attention);
+  }
   CHECK(server.stop().exit_code == 0);
 }
 
