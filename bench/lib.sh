@@ -127,25 +127,26 @@ results_commit() {
   echo "$c"
 }
 
-# write_results DIR LOGS COMMAND: writes the run whose logs are in LOGS to
-# DIR/DATE-CPU-COMMIT.md, and prints the file's path. LOGS/commands.tsv lists
+# write_results DIR LOGS COMMAND [NAME]: writes the run whose logs are in LOGS to
+# DIR/DATE-CPU-COMMIT.md (DIR/DATE-CPU-COMMIT-NAME.md, titled "NAME run", with a
+# NAME: a run of one benchmark, not the goals), and prints the file's path. LOGS/commands.tsv lists
 # the run's comparisons, one a line: NAME, a tab, the command; each one's whole
 # output is LOGS/NAME.log. COMMAND is the command line of the whole run. An
 # existing file is never overwritten: the name takes -2, -3, ... instead.
 # BENCH_DATE overrides the date (YYYY-MM-DD), for tests.
 write_results() {
-  local dir="$1" logs="$2" command="$3"
+  local dir="$1" logs="$2" command="$3" name="${4:-}"
   [[ -f $logs/commands.tsv ]] || { echo "write_results: no $logs/commands.tsv" >&2; return 1; }
   mkdir -p "$dir" || return 1
   local date commit base file n=1
   date="${BENCH_DATE:-$(date -u +%F)}"
   commit="$(results_commit)"
-  base="$dir/$date-$(cpu_slug)-$commit"
+  base="$dir/$date-$(cpu_slug)-$commit${name:+-$name}"
   file="$base.md"
   while [[ -e $file ]]; do n=$((n + 1)); file="$base-$n.md"; done
   local tmp="$file.tmp.$$"
   {
-    printf '# Goals run, %s, commit %s\n\n' "$date" "$commit"
+    printf '# %s run, %s, commit %s\n\n' "${name:-Goals}" "$date" "$commit"
     printf -- '- Command: `%s` (from the repository root)\n' "$command"
     printf -- '- Date: %s, finished %s UTC\n' "$date" "$(date -u +%H:%M)"
     printf -- '- Commit: %s\n' "$commit"

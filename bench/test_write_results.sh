@@ -54,7 +54,14 @@ second="$(OPENBLAS_CORETYPE='' write_results "$out" "$scratch/logs" "bench/goals
 grep -qF -- '- OPENBLAS_CORETYPE: not set' "$second" || fail "an empty OPENBLAS_CORETYPE is not 'not set'"
 [[ -z $(find "$out" -name '*.tmp.*') ]] || fail "a temporary file was left behind"
 
+# A named run (bench/serve_load.sh): DATE-CPU-COMMIT-NAME.md, titled after it.
+named="$(write_results "$out" "$scratch/logs" "bench/serve_load.sh" serve)"
+[[ $named == "$out/2026-12-07-amd-epyc-9r45-zen-5-fam26-f95e868-serve.md" ]] || fail "a named run went to '$named'"
+[[ $(head -n 1 "$named") == "# serve run, 2026-12-07, commit f95e868" ]] || fail "a named run's title is '$(head -n 1 "$named")'"
+grep -qF -- '- Command: `bench/serve_load.sh`' "$named" || fail "a named run lacks its command"
+[[ $(head -n 1 "$want") == "# Goals run, 2026-12-07, commit f95e868" ]] || fail "a goals run's title is '$(head -n 1 "$want")'"
+
 rm "$scratch/logs/commands.tsv"
 if write_results "$out" "$scratch/logs" "bench/goals.sh" 2>/dev/null; then fail "logs without commands.tsv were accepted"; fi
-[[ $(find "$out" -type f | wc -l) -eq 2 ]] || fail "a refused run wrote a file"
+[[ $(find "$out" -type f | wc -l) -eq 3 ]] || fail "a refused run wrote a file"
 echo "write_results: ok"

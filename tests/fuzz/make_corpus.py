@@ -170,6 +170,17 @@ def seeds_alignment():
     put("alignment", "bad_lines", b"a b c d\n\xc3\x28 x\nz y nan\n")
 
 
+def seeds_serve_request():
+    # The first byte chooses the endpoint: 0 POST /translator/translate, 1 POST /explain.
+    put("serve_request", "translate", b"\x00" + json.dumps([{"src": "the cat", "id": 0}, {"src": "a dog"}]).encode())
+    put("serve_request", "translate_options", b"\x00" + json.dumps(
+        [{"src": "the cat", "beam_size": 4, "n_best": 2, "report_align": True, "replace_unk": False}]).encode())
+    put("serve_request", "translate_bad", b"\x00[{\"src\": \"caf\xc3\x28\", \"id\": -1}, 5]")
+    put("serve_request", "explain", b"\x01" + json.dumps(
+        {"src": "the red car", "ref": "la voiture rouge", "model": 0, "step": 2, "beam_size": 3}).encode())
+    put("serve_request", "explain_bad", b"\x01{\"src\": 7, \"step\": 18446744073709551616, \"x\": [")
+
+
 for make in (seeds_safetensors, seeds_mo, seeds_corpus, seeds_vocabulary, seeds_config, seeds_trainer_state,
-             seeds_tokenizer, seeds_bleu, seeds_roundtrip, seeds_alignment):
+             seeds_tokenizer, seeds_bleu, seeds_roundtrip, seeds_alignment, seeds_serve_request):
     make()

@@ -28,6 +28,7 @@ int fuzz_tokenizer(const std::uint8_t* data, std::size_t size);       // tokeniz
 int fuzz_bleu(const std::uint8_t* data, std::size_t size);            // corpus_bleu, sentence_bleu
 int fuzz_roundtrip(const std::uint8_t* data, std::size_t size);       // save_safetensors then load: equal
 int fuzz_alignment(const std::uint8_t* data, std::size_t size);       // UnkDictionary, hard_alignment, replace_unknown
+int fuzz_serve_request(const std::uint8_t* data, std::size_t size);   // attend serve's request parser
 
 struct Target {
   std::string_view name;  // the directory under tests/fuzz/corpus/ and regressions/

@@ -68,6 +68,7 @@ int run_cli(int argc, char** argv, const std::string& version) {
   add_bench_command(app);
   add_gradcheck_command(app);
   add_inspect_command(app);
+  add_serve_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

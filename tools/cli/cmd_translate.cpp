@@ -66,6 +66,8 @@ std::vector<std::string> read_all_lines(const std::string& path) {
   return all;
 }
 
+}  // namespace
+
 // The models as decoding takes them.
 std::vector<Seq2Seq*> ensemble_of(std::vector<LoadedModel>& models) {
   std::vector<Seq2Seq*> ensemble;
@@ -85,6 +87,8 @@ std::int64_t checked_tokens(const char* op, std::span<Seq2Seq* const> ensemble, 
   return tokens;
 }
 
+namespace {
+
 // Lines [begin, end) of a chunk, with their tokens: at most limits::decode_memory_limit()
 // to decode together (translation_batch_end), so that a group's translations, held
 // until they are written, stay within it too. Every line fits alone (checked_tokens).
@@ -99,8 +103,8 @@ std::vector<Group> memory_groups(std::span<Seq2Seq* const> ensemble, const std::
   return groups;
 }
 
-// Translates lines in batches of similar length (less padding), each batch
-// within the memory limit, and returns the n-best lists in input order.
+}  // namespace
+
 std::vector<std::vector<TextTranslation>> translate_lines(std::vector<LoadedModel>& models,
                                                           const std::vector<std::string>& lines,
                                                           const std::vector<std::int64_t>& tokens,
@@ -125,6 +129,8 @@ std::vector<std::vector<TextTranslation>> translate_lines(std::vector<LoadedMode
   }
   return in_order;
 }
+
+namespace {
 
 void run_translate(const TranslateFlags& f) {
   blas::set_num_threads(f.threads);

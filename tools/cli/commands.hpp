@@ -16,5 +16,6 @@ void add_bleu_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_gradcheck_command(CLI::App& app);
 void add_inspect_command(CLI::App& app);
+void add_serve_command(CLI::App& app);
 
 }  // namespace attend::tools

@@ -1,8 +1,10 @@
 #pragma once
 // attend translate, shared between its files: cmd_translate.cpp (flags and the
 // streaming loop), translate_output.cpp (what is printed for a sentence) and
-// translate_explain.cpp (--explain-grad).
+// translate_explain.cpp (--explain-grad). attend serve (tools/serve/) translates
+// and explains through the same functions.
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -41,9 +43,35 @@ struct TranslateFlags {
 // included: its best translation, or with --n-best its n-best list.
 std::string format_output(const std::vector<TextTranslation>& n_best, std::int64_t line_index, const TranslateFlags& f);
 
+// --alignments hard: the translation's Moses/fast_align "i-j" word pairs ("" without attention).
+std::string hard_links(const TextTranslation& t);
+
 // --replace-unk: each <unk> of the output becomes the translation of the source
 // word it attends to most; the text is rebuilt from the new tokens.
 void replace_unknown_words(TextTranslation& t, const UnkDictionary& dictionary, const TextCodec& target);
+
+// The models as decoding takes them.
+std::vector<Seq2Seq*> ensemble_of(std::vector<LoadedModel>& models);
+
+// The memory a line's decoding takes grows with the square of its tokens
+// (models/decode/decoding.hpp): it is checked once the line is tokenized,
+// before any work, against limits::decode_memory_limit(); an error names `op`
+// and `where`. Returns the tokens.
+std::int64_t checked_tokens(const char* op, std::span<Seq2Seq* const> ensemble, const TextCodec& source,
+                            const std::string& line, const std::string& where, const DecodeOptions& options);
+
+// Translates lines (their tokens from checked_tokens) in batches of similar
+// length (less padding) of at most f.batch lines, each batch within the memory
+// limit, and returns the n-best lists in input order.
+std::vector<std::vector<TextTranslation>> translate_lines(std::vector<LoadedModel>& models,
+                                                          const std::vector<std::string>& lines,
+                                                          const std::vector<std::int64_t>& tokens,
+                                                          const TranslateFlags& f, const DecodeOptions& options);
+
+// Without a reference --explain-grad explains the model's own greedy
+// translation, whatever the beam: the gradient at the attention weights of the
+// reference's loss, or of the greedy translation's.
+AttentionGradients explained_gradients(LoadedModel& m, const TextTranslation& greedy, const std::string* reference);
 
 void run_explain_grad(LoadedModel& m, const TranslateFlags& f, const std::vector<std::string>& lines);
 

@@ -63,18 +63,16 @@ void explain_one(LoadedModel& m, const TranslateFlags& f, std::size_t number, co
     fmt::print("  (empty source: nothing to explain)\n\n");
     return;
   }
-  std::vector<std::string> target = pair.has_reference ? m.codecs.target.encode(pair.reference) : greedy.output_tokens;
   if (pair.has_reference) {
     std::size_t unknown = 0;
-    for (const std::string& w : target) unknown += m.target_vocab.id(w) == Vocabulary::kUnk;
+    for (const std::string& w : m.codecs.target.encode(pair.reference)) unknown += m.target_vocab.id(w) == Vocabulary::kUnk;
     fmt::print("  target (the reference): {}", pair.reference);
     if (unknown > 0) fmt::print("  ({} of its words are not in the target vocabulary: read as <unk>)", unknown);
     fmt::print("\n");
   } else {
     fmt::print("  target (no reference after a tab: the model's own greedy translation): {}\n", greedy.text);
   }
-  AttentionGradients g =
-      attention_gradients(*m.model, translation.source_tokens, target, m.source_vocab, m.target_vocab);
+  AttentionGradients g = explained_gradients(m, greedy, pair.has_reference ? &pair.reference : nullptr);
   fmt::print("  loss: {:.4f} per token (mean cross-entropy over {} target tokens, </s> included)\n\n", g.loss,
              g.target_tokens.size());
   const char* a = f.ascii ? "alpha" : "α";
@@ -95,6 +93,11 @@ void explain_one(LoadedModel& m, const TranslateFlags& f, std::size_t number, co
 }
 
 }  // namespace
+
+AttentionGradients explained_gradients(LoadedModel& m, const TextTranslation& greedy, const std::string* reference) {
+  const std::vector<std::string> target = reference ? m.codecs.target.encode(*reference) : greedy.output_tokens;
+  return attention_gradients(*m.model, greedy.source_tokens, target, m.source_vocab, m.target_vocab);
+}
 
 // --explain-grad: the loss of each pair is differentiated with teacher forcing
 // on the reference (or, without one, on the greedy translation): beam search

@@ -64,13 +64,15 @@ void replace_unknown_words(TextTranslation& t, const UnkDictionary& dictionary, 
   t.output_word_of = words.word_of;
 }
 
+std::string hard_links(const TextTranslation& t) {
+  return t.attention.empty() ? std::string()
+                             : format_alignment(hard_alignment(t.attention, static_cast<std::int64_t>(t.output_tokens.size()),
+                                                               t.source_word_of, t.output_word_of));
+}
+
 std::string format_output(const std::vector<TextTranslation>& n_best, std::int64_t line_index, const TranslateFlags& f) {
   const TextTranslation& t = n_best.front();
-  auto links = [&](const TextTranslation& h) {
-    return h.attention.empty() ? std::string()
-                               : format_alignment(hard_alignment(h.attention, static_cast<std::int64_t>(h.output_tokens.size()),
-                                                                 h.source_word_of, h.output_word_of));
-  };
+  auto links = [](const TextTranslation& h) { return hard_links(h); };
   if (f.decode.n_best > 1) {  // Moses: INDEX ||| TEXT ||| FEATURES ||| SCORE [||| ALIGNMENT]
     std::string out;
     for (const TextTranslation& h : n_best) {

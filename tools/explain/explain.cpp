@@ -20,20 +20,7 @@
 
 namespace attend::tools {
 
-namespace {
-
-using namespace explain_detail;
-
-// One forward and backward of the step from leaves s and H, with taps reading
-// the gradient at c, h~ and z. Fused: the attention is the layer's step op, as in
-// training (α's gradient stays inside its hand-written backward). Composed: the
-// scores from primitive ops, then masked_softmax, with taps at e and α too.
-struct Pass {
-  Values q, k, t, e, alpha, c, ht, z, p;
-  double loss = 0;
-  Values de, dalpha, dc, dht, dz, ds, dH;
-  std::vector<Values> dparams;
-};
+namespace explain_detail {
 
 Pass run_pass(const Setup& st, bool composed) {
   Pass p;
@@ -71,6 +58,12 @@ Pass run_pass(const Setup& st, bool composed) {
   for (const auto& [name, w] : st.parameters()) p.dparams.push_back(w.grad().to_vector());
   return p;
 }
+
+}  // namespace explain_detail
+
+namespace {
+
+using namespace explain_detail;
 
 Values rows_of(const Values& v, std::int64_t r, std::int64_t cols) {
   return Values(v.begin() + r * cols, v.begin() + (r + 1) * cols);

@@ -1,6 +1,7 @@
 #pragma once
 // The tiny model `attend explain` differentiates (see explain.hpp), shared by
-// the text (explain.cpp) and the graph picture (explain_graph.cpp). Internal.
+// the text (explain.cpp) and the graph picture (explain_graph.cpp); a Setup can
+// also borrow a trained model's step (explain_step.cpp, for `attend serve`). Internal.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -32,7 +33,7 @@ struct Scores {
 
 // The model, and the encoder states and the decoder state the step reads.
 struct Setup {
-  std::unique_ptr<Seq2Seq> model;
+  std::shared_ptr<Seq2Seq> model;  // the tiny model it owns, or a trained one it borrows
   Kind kind = Kind::Additive;
   std::string kind_name;
   std::uint64_t seed = 1;
@@ -41,7 +42,7 @@ struct Setup {
   Tensor H;     // (1, S, H) encoder states h_1..h_S
   Tensor s;     // (1, H) decoder state s
   Tensor mask;  // (1, S) ones, the padded position 0
-  Indices target{std::vector<std::int64_t>{kChat}};
+  Indices target{std::vector<std::int64_t>{kChat}};  // y
 
   // The fused layer (precompute, then one step op), as Seq2Seq uses it.
   nn::AttentionOutput attend(const Tensor& s_, const Tensor& H_) const {
@@ -82,7 +83,7 @@ struct Setup {
     return out;
   }
   Tensor context(const Tensor& alpha, const Tensor& H_) const {  // c = sum_j alpha_j h_j
-    return reshape(matmul(reshape(alpha, {1, 1, S}), H_), {1, kH});
+    return reshape(matmul(reshape(alpha, {1, 1, S}), H_), {1, H_.size(2)});
   }
   Tensor attentional(const Tensor& s_, const Tensor& c) const {  // h~ = tanh(W_c [s; c] + b_c)
     return tanh(model->combine.forward(concat({s_, c}, 1)));
@@ -95,6 +96,19 @@ struct Setup {
   double loss_from_alpha(const Tensor& alpha) const { return loss_from_c(s, context(alpha, H)); }
   double loss_full(const Tensor& s_, const Tensor& H_) const { return loss_from_c(s_, attend(s_, H_).context); }
 };
+
+// One forward and backward of the step from leaves s and H, with taps reading
+// the gradient at c, h~ and z. Fused: the attention is the layer's step op, as in
+// training (α's gradient stays inside its hand-written backward). Composed: the
+// scores from primitive ops, then masked_softmax, with taps at e and α too.
+using Values = std::vector<double>;
+struct Pass {
+  Values q, k, t, e, alpha, c, ht, z, p;
+  double loss = 0;
+  Values de, dalpha, dc, dht, dz, ds, dH;
+  std::vector<Values> dparams;
+};
+Pass run_pass(const Setup& st, bool composed);  // explain.cpp
 
 inline Setup make_setup(const ExplainOptions& options) {
   Setup st;
