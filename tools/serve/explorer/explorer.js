@@ -1,0 +1,508 @@
+// The attend explorer: type a sentence, see the translation, the attention
+// weights α (target rows × source columns) and the signed gradient ∂L/∂α, and
+// open the worked numbers of one decoder step.
+//
+// Everything comes from the server that serves this page (docs/serve.md):
+//   GET  /translator/models   which models are loaded, and their attention kind
+//   POST /explain             α, ∂L/∂α, the beam's hypotheses and one step's numbers
+// Nothing else is fetched. The formulas quoted next to each number are lines of
+// docs/backprop-through-attention.md; "§5" means its section 5.
+"use strict";
+
+// ---------------------------------------------------------------------------
+// 1. Small helpers
+// ---------------------------------------------------------------------------
+
+const $ = (selector, root = document) => root.querySelector(selector);
+
+// el("td", {class: "num"}, "0.5") builds <td class="num">0.5</td>.
+function el(tag, attributes = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attributes)) node.setAttribute(key, value);
+  for (const child of children) node.append(child);
+  return node;
+}
+
+// Every number in the panels is written one way: 6 significant digits, with
+// a real minus sign, so that it reads like the docs and can be compared with
+// the JSON the API returned.
+function num(x) {
+  if (x === null || x === undefined || Number.isNaN(x)) return "—";
+  if (x === 0) return "0";
+  const text = Math.abs(x) >= 1e-4 && Math.abs(x) < 1e5 ? x.toPrecision(6) : x.toExponential(5);
+  return text.replace("-", "−");
+}
+
+// The text of a cell: short enough for a 2.6rem square. α is in [0, 1] and is
+// written with 2 decimals; ∂L/∂α is divided by 10^exponent (said in the legend)
+// and written with 1 decimal and its sign.
+function cellText(value, kind, exponent) {
+  if (kind === "alpha") return value.toFixed(2).replace(/^0\./, ".");
+  const scaled = value / 10 ** exponent;
+  const text = Math.abs(scaled).toFixed(1);
+  if (Number(text) === 0) return "0";
+  return (scaled < 0 ? "−" : "+") + text;
+}
+
+const norm = (v) => Math.sqrt(v.reduce((sum, x) => sum + x * x, 0));
+
+// Row j of a {shape: [rows, cols], data: [...]} value from the API.
+function row(value, j) {
+  const cols = value.shape[1];
+  return value.data.slice(j * cols, (j + 1) * cols);
+}
+
+// ---------------------------------------------------------------------------
+// 2. Colour scales
+// ---------------------------------------------------------------------------
+// α is a probability: a sequential scale from light (0) to dark (1).
+// ∂L/∂α has a sign: a diverging scale, blue below 0, white at 0, red above,
+// symmetric around 0 so that equal colours mean equal magnitudes.
+// Colour is never alone: each cell also prints its number and sign.
+
+const SEQUENTIAL = ["#f7fcf0", "#ccebc5", "#7bccc4", "#2b8cbe", "#084081"];  // ColorBrewer GnBu
+const DIVERGING = ["#2166ac", "#67a9cf", "#d1e5f0", "#f7f7f7", "#fddbc7", "#ef8a62", "#b2182b"];  // ColorBrewer RdBu
+
+const hexToRgb = (hex) => [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16));
+
+// The colour at t in [0, 1] along the stops, mixed linearly between neighbours.
+function ramp(stops, t) {
+  const x = Math.min(1, Math.max(0, t)) * (stops.length - 1);
+  const i = Math.min(stops.length - 2, Math.floor(x));
+  const a = hexToRgb(stops[i]), b = hexToRgb(stops[i + 1]);
+  const mix = a.map((c, k) => Math.round(c + (b[k] - c) * (x - i)));
+  return `rgb(${mix.join(",")})`;
+}
+
+const alphaColour = (a) => ramp(SEQUENTIAL, a);
+const gradColour = (g, maxAbs) => ramp(DIVERGING, maxAbs > 0 ? 0.5 + g / (2 * maxAbs) : 0.5);
+
+// Black or white text, whichever contrasts more with the cell (WCAG's
+// relative luminance; the crossover of the two contrast ratios is at 0.179).
+function textColourOn(rgb) {
+  const [r, g, b] = rgb.match(/\d+/g).map(Number).map((c) => {
+    const s = c / 255;
+    return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4;
+  });
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.179 ? "#000" : "#fff";
+}
+
+// ---------------------------------------------------------------------------
+// 3. The API: every answer is JSON; an error is {"status": "error", "error": ...}
+// ---------------------------------------------------------------------------
+
+async function api(path, body) {
+  const options = body === undefined ? {} :
+    {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)};
+  let response;
+  try {
+    response = await fetch(path, options);
+  } catch (e) {
+    throw new Error(`the server did not answer (${path}): is attend serve still running?`);
+  }
+  let json = null;
+  try { json = await response.json(); } catch (e) { /* not JSON: said below */ }
+  if (!response.ok || json === null || json.status === "error") {
+    const why = json && json.error ? json.error : `HTTP ${response.status} ${response.statusText}`;
+    throw new Error(`${path}: ${why}`);
+  }
+  return json;
+}
+
+function showError(message) {
+  const box = $("#error");
+  box.textContent = message;
+  box.hidden = message === "";
+}
+
+const setStatus = (message) => { $("#status").textContent = message; };
+
+// ---------------------------------------------------------------------------
+// 4. The page's state: the question asked, and one view per model shown
+// ---------------------------------------------------------------------------
+
+const state = {
+  models: [],      // GET /translator/models
+  views: [],       // one per model shown: {model, data, show, step, cell, panel}
+  question: null,  // {src, ref}
+  asked: 0,        // counts requests, so that a late answer to an old question is dropped
+};
+
+// The examples come from `attend data toy`, the toy English->French language
+// the README's demo and the tests train on.
+const EXAMPLES = [
+  "the strong mouse sings", "a white bank runs", "every small girl works",
+  "my old road sings", "the empty banks work", "these bridges run",
+];
+
+// ---------------------------------------------------------------------------
+// 5. Asking: /explain for each chosen model
+// ---------------------------------------------------------------------------
+
+async function explain(model, question, step) {
+  const body = {src: question.src, model: model.model_id, step};
+  if (question.ref) body.ref = question.ref;
+  return api("/explain", body);
+}
+
+async function ask(event) {
+  event.preventDefault();
+  const src = $("#src").value.trim();
+  const ref = $("#ref").value.trim();
+  const chosen = state.models.filter((m) => $(`#model-${m.model_id}`)?.checked);
+  if (src === "") return showError("Type a sentence first.");
+  if (chosen.length === 0) return showError("Tick at least one model.");
+  showError("");
+  const asked = ++state.asked;
+  state.question = {src, ref};
+  setStatus("asking the server…");
+  $("#go").disabled = true;
+  try {
+    const answers = await Promise.all(chosen.map((m) => explain(m, state.question, 0)));
+    if (asked !== state.asked) return;
+    state.views = chosen.map((model, k) => ({model, data: answers[k], show: "alpha", step: 0, cell: [0, 0], panel: null}));
+    renderViews();
+    setStatus(`explained “${src}” with ${chosen.length === 1 ? "one model" : chosen.length + " models"}.`);
+  } catch (e) {
+    if (asked === state.asked) { showError(e.message); setStatus(""); }
+  } finally {
+    if (asked === state.asked) $("#go").disabled = false;
+  }
+}
+
+// Selecting a cell of row t shows step t's worked numbers: the page asks for
+// them unless it already holds them.
+async function selectCell(view, t, j) {
+  view.cell = [t, j];
+  view.step = t;
+  if (view.data.step && view.data.step.t !== t) {
+    const asked = state.asked;
+    try {
+      const answer = await explain(view.model, state.question, t);
+      if (asked !== state.asked) return;
+      view.data.step = answer.step;
+      showError("");
+    } catch (e) {
+      showError(e.message);
+    }
+  }
+  renderView(view);
+  $(`td[data-t="${t}"][data-j="${j}"]`, view.panel)?.focus();
+}
+
+// ---------------------------------------------------------------------------
+// 6. Drawing one model's panel
+// ---------------------------------------------------------------------------
+
+function renderViews() {
+  const box = $("#models");
+  box.replaceChildren();
+  for (const view of state.views) {
+    view.panel = $("#model-template").content.firstElementChild.cloneNode(true);
+    wireView(view);
+    box.append(view.panel);
+    renderView(view);
+  }
+}
+
+function renderView(view) {
+  const {data, panel} = view;
+  const title = `model ${data.model}: ${data.attention === "none" ? "no attention" : data.attention + " attention"}`;
+  const heading = $("h2", panel);
+  heading.textContent = title;
+  heading.id = `model-title-${data.model}`;
+  panel.setAttribute("aria-labelledby", heading.id);
+  $(".translation", panel).textContent = data.translation || "(empty translation)";
+  $(".hyps", panel).replaceChildren(...data.hypotheses.map((h) =>
+    el("li", {}, `${h.tgt}  `, el("span", {class: "meta"}, `(score ${num(h.pred_score)})`))));
+  if (data.alpha === null) {
+    $(".meta", panel).textContent = "This model has no attention: there is no α or ∂L/∂α to show.";
+    for (const part of [".toolbar", ".heatmap-scroll", ".legend", ".cell-panel", "details.worked"])
+      panel.querySelectorAll(part).forEach((node) => { node.hidden = true; });
+    return;
+  }
+  $(".meta", panel).textContent = data.target === "reference"
+    ? `∂L/∂α for the reference; loss ${num(data.loss)} per target token`
+    : `∂L/∂α for the model's own greedy translation; loss ${num(data.loss)} per target token`;
+  $(".show-alpha", panel).setAttribute("aria-pressed", String(view.show === "alpha"));
+  $(".show-grad", panel).setAttribute("aria-pressed", String(view.show === "dalpha"));
+  const steps = data.target_tokens.length;
+  $(".step-label", panel).textContent = view.stepping
+    ? `step ${view.step + 1} of ${steps}: “${data.target_tokens[view.step]}”`
+    : `all ${steps} steps`;
+  renderHeatmap(view);
+  renderLegend(view);
+  renderCell(view, view.cell[0], view.cell[1]);
+  renderWorked(view);
+}
+
+// The heatmap is a table (role="grid"): one row per target token (decoder
+// step t), one column per source token j. Exactly one cell is in the tab
+// order (roving tabindex); the arrow keys move between cells.
+function renderHeatmap(view) {
+  const {data, panel} = view;
+  const matrix = data[view.show];
+  const maxAbs = Math.max(...data.dalpha.flat().map(Math.abs));
+  const exponent = maxAbs > 0 ? Math.floor(Math.log10(maxAbs)) : 0;
+  view.exponent = exponent;
+  const what = view.show === "alpha" ? "α" : "∂L/∂α";
+  const table = $("table.heatmap", panel);
+  table.setAttribute("aria-label", `${what} of model ${data.model}: target words down, source words across`);
+  const head = el("tr", {}, el("th", {scope: "col"}, el("span", {class: "visually-hidden"}, "target \\ source")));
+  data.source_tokens.forEach((w) => head.append(el("th", {scope: "col"}, w)));
+  const body = el("tbody");
+  data.target_tokens.forEach((target, t) => {
+    const tr = el("tr", {}, el("th", {scope: "row"}, target));
+    if (view.stepping && t > view.step) tr.className = "future";
+    if (view.stepping && t === view.step) tr.className = "current";
+    data.source_tokens.forEach((source, j) => {
+      const value = matrix[t][j];
+      const colour = view.show === "alpha" ? alphaColour(value) : gradColour(value, maxAbs);
+      const selected = t === view.cell[0] && j === view.cell[1];
+      const td = el("td", {
+        role: "gridcell", tabindex: selected ? "0" : "-1", "data-t": t, "data-j": j,
+        "aria-selected": String(selected),
+        "aria-label": `${target} ← ${source}: α ${num(data.alpha[t][j])}, ∂L/∂α ${num(data.dalpha[t][j])}`,
+      }, cellText(value, view.show, exponent));
+      td.style.background = colour;
+      td.style.color = textColourOn(colour);
+      if (selected) td.classList.add("selected");
+      tr.append(td);
+    });
+    body.append(tr);
+  });
+  table.replaceChildren(el("thead", {}, head), body);
+}
+
+function renderLegend(view) {
+  const legend = $(".legend", view.panel);
+  const maxAbs = Math.max(...view.data.dalpha.flat().map(Math.abs));
+  let bar, ticks, words;
+  if (view.show === "alpha") {
+    bar = `linear-gradient(to right, ${SEQUENTIAL.join(", ")})`;
+    ticks = ["0", "0.5", "1"];
+    words = "α_tj: how much of target word t's context comes from source word j. Each row sums to 1. Cells: α to 2 decimals.";
+  } else {
+    bar = `linear-gradient(to right, ${DIVERGING.join(", ")})`;
+    ticks = [num(-maxAbs), "0", "+" + num(maxAbs)];
+    words = `∂L/∂α_tj, signed. Blue (−): more weight on j would lower the loss; red (+): it would raise it. ` +
+      `Cells: ∂L/∂α × 10^${-view.exponent}. Which way training moves the score depends on the row's ` +
+      "α-weighted average (§4), shown in the worked numbers.";
+  }
+  legend.replaceChildren(
+    el("div", {class: "bar", role: "img", "aria-label": `colour scale from ${ticks[0]} to ${ticks[2]}`}),
+    el("div", {class: "ticks", "aria-hidden": "true"}, ...ticks.map((t) => el("span", {}, t))),
+    el("p", {}, words));
+  $(".bar", legend).style.background = bar;
+}
+
+// The numbers of one cell (t, j). α and ∂L/∂α come from the matrices; the
+// contribution α_tj h_j from step t's numbers, once the page holds them.
+function renderCell(view, t, j) {
+  const {data} = view;
+  const step = data.step && data.step.t === t ? data.step : null;
+  const item = (name, value, from, key) => [
+    el("dt", {}, name),
+    el("dd", {"data-key": key}, el("span", {class: "num"}, value), el("span", {class: "from"}, from))];
+  // The docs count decoder steps i and source positions j from 1; the API's
+  // rows and columns (t, j) count from 0.
+  const i = t + 1, jj = j + 1;
+  const parts = [
+    ...item("cell", `${data.target_tokens[t]} ← ${data.source_tokens[j]}`,
+      `decoder step i = ${i} (the target word), source position j = ${jj}`, "cell"),
+    ...item(`α_${i},${jj}`, num(data.alpha[t][j]), "α_i = softmax(e_i)   (§5, one decoder step)", "alpha"),
+    ...item(`∂L/∂α_${i},${jj}`, num(data.dalpha[t][j]),
+      "∂L/∂α_j = ∂L/∂c · h_j   (§3); L is the mean loss over the target's tokens, as attend translate --explain-grad gives it (§4)",
+      "dalpha"),
+  ];
+  if (step) {
+    const contribution = row(step.values.H, j).map((h) => data.alpha[t][j] * h);
+    parts.push(...item(`‖α_${i},${jj} h_${jj}‖`, num(step.contribution_norms[j]),
+      "the length of h_j's share of the context c_i = Σ_j α_ij h_j   (§5, one decoder step)", "contribution"));
+    parts.push(...item(`α_${i},${jj} h_${jj}`, contribution.map(num).join("  "),
+      "the share itself: α_ij times the encoder state h_j", "contribution-vector"));
+  } else {
+    parts.push(...item(`α_${i},${jj} h_${jj}`, `click the cell or press Enter to load step ${i}`, "", "contribution"));
+  }
+  $(".cell-panel", view.panel).replaceChildren(el("dl", {}, ...parts));
+}
+
+// ---------------------------------------------------------------------------
+// 7. Hover, click and keys
+// ---------------------------------------------------------------------------
+
+function wireView(view) {
+  const {panel} = view;
+  const table = $("table.heatmap", panel);
+  const cellOf = (node) => node.closest("td[data-t]");
+  const at = (td) => [Number(td.dataset.t), Number(td.dataset.j)];
+  // Hover and keyboard focus preview a cell; click and Enter select it.
+  table.addEventListener("mouseover", (e) => { const td = cellOf(e.target); if (td) renderCell(view, ...at(td)); });
+  table.addEventListener("mouseleave", () => renderCell(view, ...view.cell));
+  table.addEventListener("focusin", (e) => { const td = cellOf(e.target); if (td) renderCell(view, ...at(td)); });
+  table.addEventListener("click", (e) => { const td = cellOf(e.target); if (td) selectCell(view, ...at(td)); });
+  table.addEventListener("keydown", (e) => {
+    const td = cellOf(e.target);
+    if (!td) return;
+    let [t, j] = at(td);
+    const rows = view.data.target_tokens.length, cols = view.data.source_tokens.length;
+    const moves = {ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1]};
+    if (e.key === "Enter" || e.key === " ") {
+      e.preventDefault();
+      selectCell(view, t, j);
+    } else if (e.key in moves) {
+      e.preventDefault();
+      t = Math.min(rows - 1, Math.max(0, t + moves[e.key][0]));
+      j = Math.min(cols - 1, Math.max(0, j + moves[e.key][1]));
+      const next = $(`td[data-t="${t}"][data-j="${j}"]`, table);
+      td.tabIndex = -1;
+      next.tabIndex = 0;
+      next.focus();
+    }
+  });
+  $(".show-alpha", panel).addEventListener("click", () => { view.show = "alpha"; renderView(view); });
+  $(".show-grad", panel).addEventListener("click", () => { view.show = "dalpha"; renderView(view); });
+  // Stepping through the decoder: rows after the current step are dimmed; the
+  // selected cell is the current row's largest α, the word it attends to most.
+  const goTo = (t) => {
+    const last = view.data.target_tokens.length - 1;
+    t = Math.min(last, Math.max(0, t));
+    view.stepping = true;
+    const weights = view.data.alpha[t];
+    selectCell(view, t, weights.indexOf(Math.max(...weights)));
+  };
+  $(".step-first", panel).addEventListener("click", () => goTo(0));
+  $(".step-prev", panel).addEventListener("click", () => goTo(view.step - 1));
+  $(".step-next", panel).addEventListener("click", () => goTo(view.stepping ? view.step + 1 : 0));
+  $(".step-all", panel).addEventListener("click", () => { view.stepping = false; renderView(view); });
+}
+
+// ---------------------------------------------------------------------------
+// 8. The worked numbers of the selected step
+// ---------------------------------------------------------------------------
+// One decoder step i, as docs/backprop-through-attention.md writes it. Each
+// column or row is headed by the formula line it comes from, and by its
+// section. Where a number can be recomputed from the others on the page (the
+// softmax, the context, ∂L/∂α, ∂L/∂e), the page does it and shows how far the
+// server's number is from it: a learner can redo every step.
+
+// The formula lines quoted, by attention kind. Additive: §5 "One decoder step";
+// dot and general: §6.
+function formulas(kind) {
+  const additive = kind === "additive";
+  return {
+    q: additive ? "q_i  = W_q s_i + b   (§5)" : kind === "dot" ? "q   = W_Q s   (§6)" : "the query is s itself   (§6, general: e_j = sᵀ W h_j)",
+    k: additive ? "k_j  = W_k h_j   (§5)" : kind === "dot" ? "k_j = W_K h_j   (§6)" : "k_j = W h_j   (§6, general)",
+    t: "t_ij = tanh(u_ij),  u_ij = k_j + q_i   (§5)",
+    e: additive ? "e_ij = v · t_ij   (§5)" : "e_j = λ k_j · q   (§6)",
+    exp: "y_k = exp(x_k) / Σ_j exp(x_j)   (§1; the row's maximum subtracted first)",
+    alpha: additive ? "α_i  = softmax(e_i)   (§5)" : "α   = softmax(e)   (§6)",
+    c: additive ? "c_i  = Σ_j α_ij h_j   (§5)" : "c = Σ_j α_j h_j   (§6)",
+    h_tilde: "h~_i = tanh(W_c [s_i; c_i] + b_c)   (§5)",
+    scale: "λ = 1/√d when scaled, else 1   (§6)",
+    dalpha: "∂L/∂α_j = ∂L/∂c · h_j   (§3)",
+    de: "∂L/∂e_j = α_j (∂L/∂α_j − Σ_k α_k ∂L/∂α_k)   (§4)",
+    dc: "∂L/∂[s;c] = W_cᵀ ((1 − h~ ⊙ h~) ⊙ ∂L/∂h~), then split into ∂L/∂s and ∂L/∂c   (§2)",
+    dh_tilde: "∂L/∂h~   = W_outᵀ ∂L/∂z   (§2)",
+    H: "the encoder states h_j   (§5: c_i = Σ_j α_ij h_j)",
+    s: "(s_i, m_i) = LSTMCell([E y_{i−1}; h~_{i−1}], (s_{i−1}, m_{i−1}))   (§5)",
+  };
+}
+
+const maxDiff = (a, b) => Math.max(0, ...a.map((x, k) => Math.abs(x - b[k])));
+
+// A table: a caption, header cells [name, formula], and rows of cells.
+function table(caption, headers, rows) {
+  const head = el("tr", {}, ...headers.map(([name, formula]) =>
+    el("th", {scope: "col"}, name, formula ? el("div", {class: "formula"}, formula) : "")));
+  const body = rows.map((cells) => el("tr", {}, ...cells.map((c, k) =>
+    k === 0 ? el("th", {scope: "row"}, c) : el("td", {class: typeof c === "number" ? "num" : ""}, typeof c === "number" ? num(c) : c))));
+  return el("div", {class: "worked-scroll"}, el("table", {class: "worked"}, el("caption", {}, caption), el("thead", {}, head), el("tbody", {}, ...body)));
+}
+
+function renderWorked(view) {
+  const box = $(".worked-body", view.panel);
+  const {data} = view;
+  const step = data.step;
+  if (!step) { box.replaceChildren(el("p", {}, "No step numbers for this model.")); return; }
+  const f = formulas(data.attention);
+  const v = step.values, g = step.gradients;
+  const S = data.source_tokens.length, i = step.t + 1;
+  const alpha = v.alpha.data, e = v.e.data, dalpha = g.alpha.analytic, de = g.e.analytic;
+  const dc = g.c.analytic;
+  // Recomputed here, from the numbers above them.
+  const top = Math.max(...e);
+  const exps = e.map((x) => Math.exp(x - top));
+  const Z = exps.reduce((a, b) => a + b, 0);
+  const softmax = exps.map((x) => x / Z);
+  const H = Array.from({length: S}, (_, j) => row(v.H, j));
+  const context = v.c.data.map((_, m) => H.reduce((sum, h, j) => sum + alpha[j] * h[m], 0));
+  const dalphaAgain = H.map((h) => h.reduce((sum, x, m) => sum + dc[m] * x, 0));
+  const average = alpha.reduce((sum, a, j) => sum + a * dalpha[j], 0);
+  const deAgain = alpha.map((a, j) => a * (dalpha[j] - average));
+
+  const intro = el("p", {},
+    `Decoder step i = ${i}, target word y_${i} = “${step.target_token}”: p(y_${i}) = ${num(step.p_target)}, ` +
+    `its loss L_${i} = −log p(y_${i}) = ${num(step.loss)}. The gradients below are of L_${i} alone; the heatmap's ` +
+    "∂L/∂α is of the mean loss over every target token, which also reaches α_ij through the later steps " +
+    "(input feeding, §5), so the two differ.");
+  const scores = table(`Scores and weights of step ${i}`,
+    [["j  source"], ["e_j", f.e], ["exp(e_j − max e)", f.exp], ["α_j", f.alpha], ["∂L/∂α_j", f.dalpha],
+     ["∂L/∂e_j", f.de], ["‖α_j h_j‖", f.c]],
+    [...data.source_tokens.map((w, j) => [`${j + 1}  ${w}`, e[j], exps[j], alpha[j], dalpha[j], de[j], step.contribution_norms[j]]),
+     ["Σ_j", e.reduce((a, b) => a + b, 0), Z, alpha.reduce((a, b) => a + b, 0), "", de.reduce((a, b) => a + b, 0), ""]]);
+  const contextTable = table(`The context c of step ${i}: one row per component m`,
+    [["m"], ["c[m]", f.c], ["Σ_j α_j h_j[m], recomputed here", ""], ["∂L/∂c[m]", f.dc]],
+    v.c.data.map((c, m) => [String(m + 1), c, context[m], dc[m]]));
+  const checks = el("ul", {},
+    el("li", {}, `softmax(e) recomputed here, against the server's α: max |Δ| = ${num(maxDiff(softmax, alpha))}  (§1)`),
+    el("li", {}, `Σ_j α_j h_j recomputed here, against the server's c: max |Δ| = ${num(maxDiff(context, v.c.data))}  (§3)`),
+    el("li", {}, `∂L/∂c · h_j recomputed here, against the server's ∂L/∂α_j: max |Δ| = ${num(maxDiff(dalphaAgain, dalpha))}  (§3)`),
+    el("li", {}, `Σ_k α_k ∂L/∂α_k = ${num(average)}, the α-weighted average of ∂L/∂α; α_j (∂L/∂α_j − it) against ` +
+      `the server's ∂L/∂e_j: max |Δ| = ${num(maxDiff(deAgain, de))}  (§4). A score e_j whose ∂L/∂e_j < 0 ` +
+      "would rise in a step of gradient descent."));
+  const vectors = [["s", f.s, v.s.data], ["q", f.q, v.q ? v.q.data : null]];
+  if (v.scale !== undefined) vectors.push(["λ", f.scale, [v.scale]]);
+  for (let j = 0; j < S; ++j) vectors.push([`h_${j + 1}`, f.H, H[j]]);
+  for (let j = 0; j < S && v.k; ++j) vectors.push([`k_${j + 1}`, f.k, row(v.k, j)]);
+  for (let j = 0; j < S && v.t; ++j) vectors.push([`t_${i},${j + 1}`, f.t, row(v.t, j)]);
+  vectors.push(["h~", f.h_tilde, v.h_tilde.data], ["∂L/∂h~", f.dh_tilde, g.h_tilde.analytic]);
+  const vectorTable = table(`The vectors of step ${i}`, [["name"], ["from"], ["components 1, 2, …"]],
+    vectors.filter(([, , x]) => x).map(([name, from, x]) => [name, el("span", {class: "formula"}, from), x.map(num).join("  ")]));
+  box.replaceChildren(intro, scores, checks, contextTable, vectorTable);
+}
+
+// ---------------------------------------------------------------------------
+// 9. Start: list the models, fill the examples, wait for a question
+// ---------------------------------------------------------------------------
+
+async function start() {
+  for (const sentence of EXAMPLES) {
+    $("#examples").append(el("option", {value: sentence}));
+    $("#pick").append(el("option", {value: sentence}, sentence));
+  }
+  $("#pick").addEventListener("change", (e) => {
+    if (e.target.value === "") return;
+    $("#src").value = e.target.value;
+    $("#ask").requestSubmit();
+  });
+  $("#ask").addEventListener("submit", ask);
+  try {
+    state.models = await api("/translator/models");
+  } catch (e) {
+    $("#model-list").textContent = "no models: the server did not list them.";
+    showError(e.message);
+    return;
+  }
+  // Two models are ticked at first, so that a server started with two (say,
+  // additive and dot attention) shows them side by side.
+  $("#model-list").replaceChildren(...state.models.map((m, k) => {
+    const box = el("input", {type: "checkbox", id: `model-${m.model_id}`});
+    box.checked = k < 2;
+    const name = `${m.model_id}: ${m.models.join(", ")} (${m.attention === "none" ? "no attention" : m.attention})`;
+    return el("label", {for: box.id}, box, name);
+  }));
+  setStatus(`${state.models.length} model${state.models.length === 1 ? "" : "s"} loaded. Type or pick a sentence.`);
+}
+
+start();
