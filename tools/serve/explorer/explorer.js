@@ -44,7 +44,8 @@ function cellText(value, kind, exponent) {
   return (scaled < 0 ? "−" : "+") + text;
 }
 
-const norm = (v) => Math.sqrt(v.reduce((sum, x) => sum + x * x, 0));
+// 10² rather than 10^2: the exponent of the legend's "× 10ⁿ".
+const superscript = (n) => String(n).replace(/./g, (c) => "⁰¹²³⁴⁵⁶⁷⁸⁹⁻"["0123456789-".indexOf(c)]);
 
 // Row j of a {shape: [rows, cols], data: [...]} value from the API.
 function row(value, j) {
@@ -176,17 +177,18 @@ async function selectCell(view, t, j) {
   view.cell = [t, j];
   view.step = t;
   if (view.data.step && view.data.step.t !== t) {
-    const asked = state.asked;
+    // Only the answer to the latest question and the latest click is drawn.
+    const asked = state.asked, clicked = (view.clicks = (view.clicks || 0) + 1);
     try {
       const answer = await explain(view.model, state.question, t);
-      if (asked !== state.asked) return;
+      if (asked !== state.asked || clicked !== view.clicks) return;
       view.data.step = answer.step;
       showError("");
     } catch (e) {
       showError(e.message);
     }
   }
-  renderView(view);
+  renderStep(view);
   $(`td[data-t="${t}"][data-j="${j}"]`, view.panel)?.focus();
 }
 
@@ -226,12 +228,30 @@ function renderView(view) {
     : `∂L/∂α for the model's own greedy translation; loss ${num(data.loss)} per target token`;
   $(".show-alpha", panel).setAttribute("aria-pressed", String(view.show === "alpha"));
   $(".show-grad", panel).setAttribute("aria-pressed", String(view.show === "dalpha"));
+  renderHeatmap(view);
+  renderLegend(view);
+  renderStep(view);
+}
+
+// What changes when a cell is selected or the decoder steps. The heatmap's
+// cells are kept, only marked: a table rebuilt under a resting mouse pointer
+// would send a hover to the cell under it and show that cell instead.
+function renderStep(view) {
+  const {data, panel} = view;
   const steps = data.target_tokens.length;
   $(".step-label", panel).textContent = view.stepping
     ? `step ${view.step + 1} of ${steps}: “${data.target_tokens[view.step]}”`
     : `all ${steps} steps`;
-  renderHeatmap(view);
-  renderLegend(view);
+  panel.querySelectorAll("table.heatmap tbody tr").forEach((tr, t) => {
+    tr.classList.toggle("future", Boolean(view.stepping) && t > view.step);
+    tr.classList.toggle("current", Boolean(view.stepping) && t === view.step);
+  });
+  panel.querySelectorAll("table.heatmap td[data-t]").forEach((td) => {
+    const selected = Number(td.dataset.t) === view.cell[0] && Number(td.dataset.j) === view.cell[1];
+    td.classList.toggle("selected", selected);
+    td.setAttribute("aria-selected", String(selected));
+    td.tabIndex = selected ? 0 : -1;
+  });
   renderCell(view, view.cell[0], view.cell[1]);
   renderWorked(view);
 }
@@ -253,20 +273,15 @@ function renderHeatmap(view) {
   const body = el("tbody");
   data.target_tokens.forEach((target, t) => {
     const tr = el("tr", {}, el("th", {scope: "row"}, target));
-    if (view.stepping && t > view.step) tr.className = "future";
-    if (view.stepping && t === view.step) tr.className = "current";
     data.source_tokens.forEach((source, j) => {
       const value = matrix[t][j];
       const colour = view.show === "alpha" ? alphaColour(value) : gradColour(value, maxAbs);
-      const selected = t === view.cell[0] && j === view.cell[1];
       const td = el("td", {
-        role: "gridcell", tabindex: selected ? "0" : "-1", "data-t": t, "data-j": j,
-        "aria-selected": String(selected),
+        role: "gridcell", tabindex: "-1", "data-t": t, "data-j": j,
         "aria-label": `${target} ← ${source}: α ${num(data.alpha[t][j])}, ∂L/∂α ${num(data.dalpha[t][j])}`,
       }, cellText(value, view.show, exponent));
       td.style.background = colour;
       td.style.color = textColourOn(colour);
-      if (selected) td.classList.add("selected");
       tr.append(td);
     });
     body.append(tr);
@@ -281,12 +296,12 @@ function renderLegend(view) {
   if (view.show === "alpha") {
     bar = `linear-gradient(to right, ${SEQUENTIAL.join(", ")})`;
     ticks = ["0", "0.5", "1"];
-    words = "α_tj: how much of target word t's context comes from source word j. Each row sums to 1. Cells: α to 2 decimals.";
+    words = "α_ij: how much of target word i's context comes from source word j. Each row sums to 1. Cells: α to 2 decimals.";
   } else {
     bar = `linear-gradient(to right, ${DIVERGING.join(", ")})`;
     ticks = [num(-maxAbs), "0", "+" + num(maxAbs)];
-    words = `∂L/∂α_tj, signed. Blue (−): more weight on j would lower the loss; red (+): it would raise it. ` +
-      `Cells: ∂L/∂α × 10^${-view.exponent}. Which way training moves the score depends on the row's ` +
+    words = `∂L/∂α_ij, signed. Blue (−): more weight on j would lower the loss; red (+): it would raise it. ` +
+      `Cells: ∂L/∂α × 10${superscript(-view.exponent)}. Which way training moves the score depends on the row's ` +
       "α-weighted average (§4), shown in the worked numbers.";
   }
   legend.replaceChildren(
@@ -374,7 +389,7 @@ function wireView(view) {
   $(".step-first", panel).addEventListener("click", () => goTo(0));
   $(".step-prev", panel).addEventListener("click", () => goTo(view.step - 1));
   $(".step-next", panel).addEventListener("click", () => goTo(view.stepping ? view.step + 1 : 0));
-  $(".step-all", panel).addEventListener("click", () => { view.stepping = false; renderView(view); });
+  $(".step-all", panel).addEventListener("click", () => { view.stepping = false; renderStep(view); });
 }
 
 // ---------------------------------------------------------------------------
