@@ -130,8 +130,8 @@ const state = {
   asked: 0,        // counts requests, so that a late answer to an old question is dropped
 };
 
-// The examples come from `attend data toy`, the toy English->French language
-// the README's demo and the tests train on.
+// The examples are sentences of `attend data toy`, the toy English->French
+// language (a model trained on other data will meet unknown words in them).
 const EXAMPLES = [
   "the strong mouse sings", "a white bank runs", "every small girl works",
   "my old road sings", "the empty banks work", "these bridges run",
