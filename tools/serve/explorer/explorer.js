@@ -320,6 +320,10 @@ function renderCell(view, t, j) {
   const item = (name, value, from, key) => [
     el("dt", {}, name),
     el("dd", {"data-key": key}, el("span", {class: "num"}, value), el("span", {class: "from"}, from))];
+  // A long vector stays folded until asked for.
+  const folded = (name, summary, value, key) => [
+    el("dt", {}, name),
+    el("dd", {"data-key": key}, el("details", {}, el("summary", {}, summary), el("span", {class: "num"}, value)))];
   // The docs count decoder steps i and source positions j from 1; the API's
   // rows and columns (t, j) count from 0.
   const i = t + 1, jj = j + 1;
@@ -335,8 +339,8 @@ function renderCell(view, t, j) {
     const contribution = row(step.values.H, j).map((h) => data.alpha[t][j] * h);
     parts.push(...item(`‖α_${i},${jj} h_${jj}‖`, num(step.contribution_norms[j]),
       "the length of h_j's share of the context c_i = Σ_j α_ij h_j   (§5, one decoder step)", "contribution"));
-    parts.push(...item(`α_${i},${jj} h_${jj}`, contribution.map(num).join("  "),
-      "the share itself: α_ij times the encoder state h_j", "contribution-vector"));
+    parts.push(...folded(`α_${i},${jj} h_${jj}`, `the share itself, α_ij times h_j: ${contribution.length} numbers`,
+      contribution.map(num).join("  "), "contribution-vector"));
   } else {
     parts.push(...item(`α_${i},${jj} h_${jj}`, `click the cell or press Enter to load step ${i}`, "", "contribution"));
   }
