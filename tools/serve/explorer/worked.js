@@ -82,7 +82,7 @@ function renderWorked(view) {
     [["m"], ["c[m]", f.c], ["Σ_j α_j h_j[m], recomputed here", ""], ["∂L/∂c[m]", f.dc]],
     v.c.data.map((c, m) => [String(m + 1), c, context[m], dc[m]]));
   const checks = el("ul", {},
-    el("li", {}, "A model computes in float32: differences near 1e−7 of a number's size are its rounding."),
+    el("li", {}, "Rounding: a float32 model agrees to about 1e−7 of a number's size, a float64 one to about 1e−16."),
     el("li", {}, `softmax(e) recomputed here, against the server's α: max |Δ| = ${num(maxDiff(softmax, alpha))}  (§1)`),
     el("li", {}, `Σ_j α_j h_j recomputed here, against the server's c: max |Δ| = ${num(maxDiff(context, v.c.data))}  (§3)`),
     el("li", {}, `∂L/∂c · h_j recomputed here, against the server's ∂L/∂α_j: max |Δ| = ${num(maxDiff(dalphaAgain, dalpha))}  (§3)`),
