@@ -41,10 +41,17 @@ def check(condition, message):
         raise AssertionError(message)
 
 
-def close(shown, wanted, what):
+def near(shown, wanted):
     """The page writes 6 significant digits with a real minus sign (explorer.js: num)."""
-    value = float(shown.strip().replace("\u2212", "-"))
-    check(abs(value - wanted) <= 1e-5 * abs(wanted) + 1e-12, f"{what}: the page shows {shown}, the API gave {wanted}")
+    try:
+        value = float(shown.strip().replace("\u2212", "-"))
+    except ValueError:
+        return False
+    return abs(value - wanted) <= 1e-5 * abs(wanted) + 1e-12
+
+
+def close(shown, wanted, what):
+    check(near(shown, wanted), f"{what}: the page shows {shown!r}, the API gave {wanted}")
 
 
 # ---------------------------------------------------------------------------
@@ -176,12 +183,20 @@ def shown(panel, key):
     return panel.find_element(By.CSS_SELECTOR, f".cell-panel dd[data-key='{key}'] .num").text
 
 
+def showing(panel, t, j):
+    """Whether the cell panel is about cell (t, j) (the page counts from 1, as the docs)."""
+    from selenium.webdriver.common.by import By
+    where = panel.find_element(By.CSS_SELECTOR, ".cell-panel dd[data-key='cell'] .from").text
+    return f"step i = {t + 1} " in where and where.endswith(f"position j = {j + 1}")
+
+
 def check_cell(server, panel, source, ref, model, t, j):
     """The cell panel of (t, j) shows the API's α, ∂L/∂α and ‖α_tj h_j‖ of step t."""
     body = {"src": source, "model": model, "step": t}
     if ref:
         body["ref"] = ref
     answer = server.explain(body)
+    check(showing(panel, t, j), f"the cell panel is not about cell ({t}, {j})")
     close(shown(panel, "alpha"), answer["alpha"][t][j], f"α[{t}][{j}]")
     close(shown(panel, "dalpha"), answer["dalpha"][t][j], f"∂L/∂α[{t}][{j}]")
     close(shown(panel, "contribution"), answer["step"]["contribution_norms"][j], f"‖α h‖ of step {t}, j = {j}")
@@ -222,7 +237,21 @@ def explore(server, browser, source, ref, width, screenshot):
          f"cell ({t}, {j}) to be selected")
     check_cell(server, panel, source, ref, 0, t, j)
 
+    # Hovering another cell shows its numbers; leaving the heatmap shows the selected cell's again.
+    from selenium.webdriver.common.action_chains import ActionChains
+    t_hover = len(answer["target_tokens"]) - 1
+    hovered = panel.find_element(By.CSS_SELECTOR, f"td[data-t='{t_hover}'][data-j='0']")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", hovered)
+    ActionChains(browser).move_to_element(hovered).perform()
+    wait(browser, lambda b: showing(panel, t_hover, 0), f"the hovered cell ({t_hover}, 0) in the panel")
+    close(shown(panel, "alpha"), answer["alpha"][t_hover][0], f"hovered α[{t_hover}][0]")
+    close(shown(panel, "dalpha"), answer["dalpha"][t_hover][0], f"hovered ∂L/∂α[{t_hover}][0]")
+    ActionChains(browser).move_to_element(panel.find_element(By.CSS_SELECTOR, ".translation")).perform()
+    wait(browser, lambda b: showing(panel, t, j), "the selected cell back in the panel")
+    close(shown(panel, "alpha"), answer["alpha"][t][j], f"α[{t}][{j}] once the pointer left")
+
     # The keyboard: the arrow keys move, Enter selects.
+    panel.find_element(By.CSS_SELECTOR, f"td[data-t='{t}'][data-j='{j}']").click()
     key, j2 = (Keys.ARROW_RIGHT, j + 1) if j + 1 < len(answer["source_tokens"]) else (Keys.ARROW_LEFT, j - 1)
     check(j2 >= 0, "the sentence needs two source tokens")
     browser.switch_to.active_element.send_keys(key)
