@@ -38,13 +38,20 @@ function formulas(kind) {
 
 const maxDiff = (a, b) => Math.max(0, ...a.map((x, k) => Math.abs(x - b[k])));
 
-// A table: a caption, header cells [name, formula], and rows of cells.
+// A table: a title, header cells [name, formula], and rows of cells. The
+// title stands above the scrolling box (a <caption> would scroll away with a
+// wide table on a phone) and names the table for screen readers.
+let tables = 0;
 function table(caption, headers, rows) {
   const head = el("tr", {}, ...headers.map(([name, formula]) =>
     el("th", {scope: "col"}, name, formula ? el("div", {class: "formula"}, formula) : "")));
   const body = rows.map((cells) => el("tr", {}, ...cells.map((c, k) =>
     k === 0 ? el("th", {scope: "row"}, c) : el("td", {class: typeof c === "number" ? "num" : ""}, typeof c === "number" ? num(c) : c))));
-  return el("div", {class: "worked-scroll"}, el("table", {class: "worked"}, el("caption", {}, caption), el("thead", {}, head), el("tbody", {}, ...body)));
+  const id = `worked-table-${++tables}`;
+  return el("div", {},
+    el("h4", {id, class: "worked-title"}, caption),
+    el("div", {class: "worked-scroll"},
+      el("table", {class: "worked", "aria-labelledby": id}, el("thead", {}, head), el("tbody", {}, ...body))));
 }
 
 function renderWorked(view) {
