@@ -228,6 +228,8 @@ def explore(server, browser, source, ref, width, screenshot):
     if ref:
         check(answers[2]["alpha"] is None, "the model without attention returned α")
         check("no attention" in panels[2].text, "the panel of the model without attention does not say so")
+        check(not any(b.is_displayed() for b in panels[2].find_elements(By.CSS_SELECTOR, ".toolbar button")),
+              "the panel of the model without attention shows buttons for a heatmap it does not have")
 
     # Click a cell of model 0 (additive): its α, ∂L/∂α and contribution.
     panel, answer = panels[0], answers[0]

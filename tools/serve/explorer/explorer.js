@@ -48,6 +48,14 @@ function cellText(value, kind, exponent) {
 // 10² rather than 10^2: the exponent of the legend's "× 10ⁿ".
 const superscript = (n) => String(n).replace(/./g, (c) => "⁰¹²³⁴⁵⁶⁷⁸⁹⁻"["0123456789-".indexOf(c)]);
 
+// The largest |x| of a matrix, by a loop: Math.max(...) of a long sentence's
+// T × S numbers would overflow the call stack.
+function maxAbsOf(matrix) {
+  let most = 0;
+  for (const values of matrix) for (const x of values) most = Math.max(most, Math.abs(x));
+  return most;
+}
+
 // Row j of a {shape: [rows, cols], data: [...]} value from the API.
 function row(value, j) {
   const cols = value.shape[1];
@@ -263,7 +271,7 @@ function renderStep(view) {
 function renderHeatmap(view) {
   const {data, panel} = view;
   const matrix = data[view.show];
-  const maxAbs = Math.max(...data.dalpha.flat().map(Math.abs));
+  const maxAbs = maxAbsOf(data.dalpha);
   const exponent = maxAbs > 0 ? Math.floor(Math.log10(maxAbs)) : 0;
   view.exponent = exponent;
   const what = view.show === "alpha" ? "α" : "∂L/∂α";
@@ -292,7 +300,7 @@ function renderHeatmap(view) {
 
 function renderLegend(view) {
   const legend = $(".legend", view.panel);
-  const maxAbs = Math.max(...view.data.dalpha.flat().map(Math.abs));
+  const maxAbs = maxAbsOf(view.data.dalpha);
   let bar, ticks, words;
   if (view.show === "alpha") {
     bar = `linear-gradient(to right, ${SEQUENTIAL.join(", ")})`;
