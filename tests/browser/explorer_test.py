@@ -268,6 +268,7 @@ def explore(server, browser, source, ref, width, screenshot):
          "the ∂L/∂α legend of model 1")
     if width == WIDTHS[-1]:
         browser.set_window_size(width, 1250)
+        browser.execute_script("window.scrollTo(0, 0)")  # the top: the form above the panels
         browser.save_screenshot(screenshot)
 
     # Step through the decoder: "first" goes to step 1 and selects its largest α.

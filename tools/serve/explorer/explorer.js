@@ -228,7 +228,7 @@ function renderView(view) {
     el("li", {}, `${h.tgt}  `, el("span", {class: "meta"}, `(score ${num(h.pred_score)})`))));
   if (data.alpha === null) {
     $(".meta", panel).textContent = "This model has no attention: there is no α or ∂L/∂α to show.";
-    for (const part of [".toolbar", ".heatmap-scroll", ".legend", ".cell-panel", "details.worked"])
+    for (const part of ["h3", ".toolbar", ".heatmap-scroll", ".legend", ".cell-panel", "details.worked"])
       panel.querySelectorAll(part).forEach((node) => { node.hidden = true; });
     return;
   }
