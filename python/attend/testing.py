@@ -1,0 +1,1 @@
+"""Checks for test writers (pytest): attend.testing.assert_gradients."""
