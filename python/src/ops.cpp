@@ -113,7 +113,7 @@ void bind_linear_algebra(py::module_& m) {
 }
 
 void bind_shape_ops(py::module_& m, py::class_<Tensor>& cls) {
-  auto reshape = [](const Tensor& x, const py::handle& shape) { return attend::reshape(x, to_shape(shape, "reshape")); };
+  auto reshape = [](const Tensor& x, const py::object& shape) { return attend::reshape(x, to_shape(shape, "reshape")); };
   m.def("reshape", reshape, py::arg("x"), py::arg("shape"), "Same number of elements; shares the data.");
   cls.def("reshape", reshape, py::arg("shape"));
   m.def("transpose", &attend::transpose, py::arg("x"), py::arg("axis0"), py::arg("axis1"));
@@ -121,7 +121,7 @@ void bind_shape_ops(py::module_& m, py::class_<Tensor>& cls) {
   m.def("concat", &attend::concat, py::arg("xs"), py::arg("axis"));
   m.def("stack", &attend::stack, py::arg("xs"), py::arg("axis"), "Joins along a new axis.");
   m.def("slice", &attend::slice, py::arg("x"), py::arg("axis"), py::arg("start"), py::arg("end"), "x[start:end] along axis.");
-  m.def("index_select", [](const Tensor& table, const py::handle& indices) {
+  m.def("index_select", [](const Tensor& table, const py::object& indices) {
     return attend::index_select(table, to_indices(indices, "index_select", "indices"));
   }, py::arg("table"), py::arg("indices"), "Rows of table (N, D) -> (indices..., D); the backward scatter-adds.");
 }
@@ -148,12 +148,12 @@ void bind_softmax_and_losses(py::module_& m, py::class_<Tensor>& cls) {
   m.def("masked_softmax", &attend::masked_softmax, py::arg("x"), py::arg("mask"), py::arg("axis"),
         "Softmax where mask is 1; masked positions get weight and gradient exactly 0.");
   m.def("masked_fill", &attend::masked_fill, py::arg("x"), py::arg("mask"), py::arg("value"));
-  m.def("cross_entropy", [](const Tensor& logits, const py::handle& targets, std::int64_t ignore_index, double smoothing) {
+  m.def("cross_entropy", [](const Tensor& logits, const py::object& targets, std::int64_t ignore_index, double smoothing) {
     return attend::cross_entropy(logits, to_indices(targets, "cross_entropy", "targets"), ignore_index, smoothing);
   }, py::arg("logits"), py::arg("targets"), py::arg("ignore_index") = -100, py::arg("label_smoothing") = 0.0,
         "logits (N, V), targets N ints: the mean loss over targets that are not ignore_index.");
   m.def("linear_cross_entropy", [](const Tensor& h, const Tensor& weight, const std::optional<Tensor>& bias,
-                                   const py::handle& targets, std::int64_t ignore_index, double smoothing) {
+                                   const py::object& targets, std::int64_t ignore_index, double smoothing) {
     const attend::Indices t = to_indices(targets, "linear_cross_entropy", "targets");
     const Tensor b = bias.value_or(Tensor());
     return run_released(large({&h, &weight}), [&] {

@@ -83,7 +83,7 @@ std::optional<DType> float_dtype_of(const py::array& a) {
   return std::nullopt;
 }
 
-Tensor tensor_from(const py::handle& data, const py::handle& dtype, bool requires_grad) {
+Tensor tensor_from(const py::object& data, const py::object& dtype, bool requires_grad) {
   constexpr const char* op = "attend.tensor";
   if (py::isinstance<Tensor>(data)) {
     const Tensor& t = data.cast<const Tensor&>();
@@ -100,7 +100,7 @@ Tensor tensor_from(const py::handle& data, const py::handle& dtype, bool require
   return t;
 }
 
-Tensor from_numpy(const py::handle& value, bool requires_grad) {
+Tensor from_numpy(const py::object& value, bool requires_grad) {
   constexpr const char* op = "attend.from_numpy";
   if (!py::isinstance<py::array>(value))
     attend::fail("{}: expected a numpy.ndarray, got {} (attend.tensor copies lists and numbers)", op, type_name(value));
@@ -176,24 +176,24 @@ void bind_factories(py::module_& m) {
         "writes through either show in both, and the tensor keeps the array alive. Any other array is refused\n"
         "with attend.Error saying how to convert it; attend.tensor(array) copies instead.");
   const char* shape_doc = "shape: a tuple of ints (or one int); dtype: float32 (default) or float64";
-  m.def("empty", [](const py::handle& s, const py::handle& d) { return attend::empty(to_shape(s, "attend.empty"), to_dtype(d, DType::Float32, "attend.empty")); },
+  m.def("empty", [](const py::object& s, const py::object& d) { return attend::empty(to_shape(s, "attend.empty"), to_dtype(d, DType::Float32, "attend.empty")); },
         py::arg("shape"), py::arg("dtype") = py::none(), shape_doc);
-  m.def("zeros", [](const py::handle& s, const py::handle& d) { return attend::zeros(to_shape(s, "attend.zeros"), to_dtype(d, DType::Float32, "attend.zeros")); },
+  m.def("zeros", [](const py::object& s, const py::object& d) { return attend::zeros(to_shape(s, "attend.zeros"), to_dtype(d, DType::Float32, "attend.zeros")); },
         py::arg("shape"), py::arg("dtype") = py::none(), shape_doc);
-  m.def("ones", [](const py::handle& s, const py::handle& d) { return attend::ones(to_shape(s, "attend.ones"), to_dtype(d, DType::Float32, "attend.ones")); },
+  m.def("ones", [](const py::object& s, const py::object& d) { return attend::ones(to_shape(s, "attend.ones"), to_dtype(d, DType::Float32, "attend.ones")); },
         py::arg("shape"), py::arg("dtype") = py::none(), shape_doc);
-  m.def("full", [](const py::handle& s, double v, const py::handle& d) { return attend::full(to_shape(s, "attend.full"), v, to_dtype(d, DType::Float32, "attend.full")); },
+  m.def("full", [](const py::object& s, double v, const py::object& d) { return attend::full(to_shape(s, "attend.full"), v, to_dtype(d, DType::Float32, "attend.full")); },
         py::arg("shape"), py::arg("value"), py::arg("dtype") = py::none(), shape_doc);
   m.def("zeros_like", &attend::zeros_like, py::arg("t"));
   m.def("empty_like", &attend::empty_like, py::arg("t"));
-  m.def("scalar", [](double v, const py::handle& d) { return attend::scalar(v, to_dtype(d, DType::Float32, "attend.scalar")); },
+  m.def("scalar", [](double v, const py::object& d) { return attend::scalar(v, to_dtype(d, DType::Float32, "attend.scalar")); },
         py::arg("value"), py::arg("dtype") = py::none(), "A rank-0 tensor.");
-  m.def("arange", [](std::int64_t n, const py::handle& d) { return attend::arange(n, to_dtype(d, DType::Float32, "attend.arange")); },
+  m.def("arange", [](std::int64_t n, const py::object& d) { return attend::arange(n, to_dtype(d, DType::Float32, "attend.arange")); },
         py::arg("n"), py::arg("dtype") = py::none(), "0, 1, ..., n-1");
-  m.def("uniform", [](const py::handle& s, double lo, double hi, attend::Generator& gen, const py::handle& d) {
+  m.def("uniform", [](const py::object& s, double lo, double hi, attend::Generator& gen, const py::object& d) {
           return attend::uniform(to_shape(s, "attend.uniform"), lo, hi, gen, to_dtype(d, DType::Float32, "attend.uniform"));
         }, py::arg("shape"), py::arg("lo"), py::arg("hi"), py::arg("gen"), py::arg("dtype") = py::none());
-  m.def("normal", [](const py::handle& s, double mean, double stddev, attend::Generator& gen, const py::handle& d) {
+  m.def("normal", [](const py::object& s, double mean, double stddev, attend::Generator& gen, const py::object& d) {
           return attend::normal(to_shape(s, "attend.normal"), mean, stddev, gen, to_dtype(d, DType::Float32, "attend.normal"));
         }, py::arg("shape"), py::arg("mean"), py::arg("stddev"), py::arg("gen"), py::arg("dtype") = py::none());
   m.def("equal", &attend::equal, py::arg("a"), py::arg("b"), "Exactly equal shape, dtype and values.");
@@ -222,13 +222,13 @@ void bind_tensor_class(py::module_& m) {
       .def("numpy", &to_numpy,
            "numpy() -> numpy.ndarray\n\nA view of the tensor's memory (no copy): writes show in both, and the view "
            "keeps the memory alive after the tensor is gone.")
-      .def("__array__", [](const Tensor& t, const py::handle& dtype) {
+      .def("__array__", [](const Tensor& t, const py::object& dtype) {
         py::array a = to_numpy(t);
         return dtype.is_none() ? a : py::array(a.attr("astype")(dtype));
       }, py::arg("dtype") = py::none())
       .def("clone", &Tensor::clone, "A copy of the data, outside any graph.")
       .def("detach", &Tensor::detach, "Shares the data, cut off from the graph.")
-      .def("to", [](const Tensor& t, const py::handle& d) { return t.to(to_dtype(d, t.dtype(), "Tensor.to")); },
+      .def("to", [](const Tensor& t, const py::object& d) { return t.to(to_dtype(d, t.dtype(), "Tensor.to")); },
            py::arg("dtype"), "A converted copy (the same tensor when the dtype matches).")
       .def("fill_", &Tensor::fill_, py::arg("value"), py::return_value_policy::reference_internal)
       .def("zero_", &Tensor::zero_, py::return_value_policy::reference_internal)
@@ -246,10 +246,10 @@ void bind_tensor_class(py::module_& m) {
       .def_property("grad", [](const Tensor& t) -> py::object {
         Tensor g = t.grad();
         return g.defined() ? py::cast(g) : py::none();
-      }, [](Tensor& t, const py::handle& g) { t.set_grad(g.is_none() ? Tensor() : g.cast<Tensor>()); },
+      }, [](Tensor& t, const py::object& g) { t.set_grad(g.is_none() ? Tensor() : g.cast<Tensor>()); },
           "The gradient a backward accumulated into this leaf; None until one reaches it.")
       .def("zero_grad", &Tensor::zero_grad, "Drops the accumulated gradient (grad becomes None).")
-      .def("backward", [](const Tensor& t, const py::handle& grad, bool retain_graph) {
+      .def("backward", [](const Tensor& t, const py::object& grad, bool retain_graph) {
         Tensor g = grad.is_none() ? Tensor() : to_tensor(grad, t.dtype(), "Tensor.backward", "grad");
         run_released(true, [&] { t.backward(g, retain_graph); });
       }, py::arg("grad") = py::none(), py::arg("retain_graph") = false,
