@@ -156,3 +156,18 @@ def test_ctx_and_g_kept_past_their_call_raise():
         kept["g"].dx(0)
     with pytest.raises(attend.Error, match="kept past"):
         kept["g"].dy()
+
+
+def test_an_exception_in_a_python_hook_during_backward_propagates():
+    x = attend.tensor([1.0, 2.0], requires_grad=True)
+
+    def on_grad(dy):
+        raise ValueError("from the hook")
+
+    y = attend.tap(x * 2.0, on_grad).sum()
+    with pytest.raises(ValueError, match="from the hook"):
+        y.backward()
+    seen = []
+    z = attend.tap(x * 2.0, lambda dy: seen.append(dy.numpy().tolist())).sum()
+    z.backward()
+    assert seen == [[1.0, 1.0]]
