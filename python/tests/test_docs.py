@@ -11,7 +11,8 @@ def blocks():
     return re.findall(r"```python\n(.*?)```", DOC.read_text(), re.S)
 
 
-def test_the_examples_run():
+def test_the_examples_run(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # what an example writes goes to a directory pytest removes
     if not DOC.exists():
         pytest.skip(f"{DOC} is not here (an installed copy of the tests)")
     found = blocks()
