@@ -2,7 +2,8 @@
 # PREFIX/INSTALL_DIR with nothing else of attend on the path, and checks that
 # python3 searches DEFAULT_PREFIX/INSTALL_DIR (the configured prefix's) by itself.
 #   cmake -DATTEND_BUILD_DIR=... -DPYTHON=... -DINSTALL_DIR=lib/python3.11/dist-packages
-#         [-DDEFAULT_PREFIX=/usr/local] -DWORK_DIR=... -P install.cmake
+#         [-DDEFAULT_PREFIX=/usr/local] [-DPYTHON_ENV=VAR=value;...] -DWORK_DIR=... -P install.cmake
+# PYTHON_ENV is set for python3 alone (the sanitize build preloads ASan's runtime).
 foreach(var ATTEND_BUILD_DIR PYTHON INSTALL_DIR WORK_DIR)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "install.cmake: -D${var}=... is required")
@@ -24,7 +25,7 @@ endforeach()
 # Run from the work directory with only the installed folder on the path (-I: no
 # user site, no PYTHONPATH, no current directory), and check where attend came from.
 execute_process(
-  COMMAND "${PYTHON}" -I -c
+  COMMAND "${CMAKE_COMMAND}" -E env ${PYTHON_ENV} "${PYTHON}" -I -c
     "import sys; sys.path.insert(0, sys.argv[1]); import attend; assert attend.__file__.startswith(sys.argv[1]), attend.__file__; t = attend.tensor([1.0, 2.0], requires_grad=True); (t * t).sum().backward(); assert t.grad.numpy().tolist() == [2.0, 4.0]; print('imported', attend.__file__)"
     "${prefix}/${INSTALL_DIR}"
   WORKING_DIRECTORY "${WORK_DIR}" RESULT_VARIABLE code)
