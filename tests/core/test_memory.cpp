@@ -5,9 +5,11 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 #include "core/storage.hpp"
+#include "core/tensor.hpp"
 #include "models/data/toy_language.hpp"
 #include "models/train/trainer.hpp"
 
@@ -119,4 +121,26 @@ TEST_CASE("the cache stays within its bound over many sizes, evicting as it must
   memory::empty_cache();
   CHECK(memory::cached_bytes() == 0);
   memory::set_caching(was_caching);
+}
+
+TEST_CASE("a storage over memory owned elsewhere uses it as it is and only drops its owner") {
+  // The Python module's from_numpy: the array's buffer, kept alive by its owner.
+  auto buffer = std::make_shared<std::vector<float>>(std::vector<float>{1, 2, 3, 4, 5, 6});
+  std::weak_ptr<std::vector<float>> watch = buffer;
+  const std::size_t live = memory::live_bytes(), cached = memory::cached_bytes();
+  {
+    auto impl = std::make_shared<TensorImpl>();
+    impl->shape = Shape{2, 3};
+    impl->storage = std::make_shared<Storage>(buffer->data(), 6 * sizeof(float), buffer);
+    float* data = buffer->data();
+    buffer.reset();  // the storage's owner is now the only reference
+    Tensor t(impl);
+    CHECK(t.data<float>() == data);  // shared, not copied
+    t.mul_(2.0);
+    CHECK(data[5] == 12.0f);
+    CHECK(memory::live_bytes() == live);  // nothing allocated for it
+    CHECK_FALSE(watch.expired());
+  }
+  CHECK(watch.expired());                    // the owner went with the last tensor
+  CHECK(memory::cached_bytes() == cached);   // and the memory did not enter the cache
 }
