@@ -3,6 +3,8 @@
 // streaming loop), translate_output.cpp (what is printed for a sentence) and
 // translate_explain.cpp (--explain-grad).
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -44,6 +46,31 @@ std::string format_output(const std::vector<TextTranslation>& n_best, std::int64
 // --replace-unk: each <unk> of the output becomes the translation of the source
 // word it attends to most; the text is rebuilt from the new tokens.
 void replace_unknown_words(TextTranslation& t, const UnkDictionary& dictionary, const TextCodec& target);
+
+// translate's flags and their checks (add_translate_command adds them with its
+// callback; the Python module's Translator parses its arguments through them).
+void add_translate_flags(CLI::App* cmd, TranslateFlags& f);
+
+// The models of --model, each checked before the next loads (an ensemble must agree).
+std::vector<LoadedModel> load_models(const TranslateFlags& f);
+// Throws when the flags ask what the models cannot give (--alignments of a model
+// without attention, --n-best with --show-attention, ...).
+void check_translate_request(const std::vector<LoadedModel>& models, const TranslateFlags& f);
+
+// The memory a line's decoding takes grows with the square of its tokens
+// (models/decode/decoding.hpp): it is checked once the line is tokenized,
+// before any work, against limits::decode_memory_limit(). Returns the tokens.
+std::int64_t checked_tokens(const char* op, std::span<Seq2Seq* const> ensemble, const TextCodec& source,
+                            const std::string& line, const std::string& where, const DecodeOptions& options);
+
+// Translates lines (tokens: checked_tokens of each) in groups whose translations
+// fit in the memory limit together, in input order, <unk> replaced with
+// --replace-unk; `done` receives each group's n-best lists before the next is
+// decoded (translate writes them, the Python module checks for Ctrl-C).
+void for_each_translated_group(std::vector<LoadedModel>& models, const std::vector<std::string>& lines,
+                               const std::vector<std::int64_t>& tokens, const TranslateFlags& f,
+                               const DecodeOptions& options, const UnkDictionary& dictionary,
+                               const std::function<void(std::vector<std::vector<TextTranslation>>&)>& done);
 
 void run_explain_grad(LoadedModel& m, const TranslateFlags& f, const std::vector<std::string>& lines);
 
