@@ -56,6 +56,9 @@ def _read_log(path):
         for row in csv.DictReader(f):
             parsed = {}
             for key, value in row.items():
+                if value == "":  # a number the epoch does not have
+                    parsed[key] = None
+                    continue
                 try:
                     parsed[key] = int(value)
                 except (TypeError, ValueError):
