@@ -12,6 +12,7 @@
 #include <cstring>
 #include <mutex>
 #include <new>
+#include <utility>
 #include <vector>
 
 namespace attend {
@@ -211,8 +212,11 @@ Storage::Storage(std::size_t bytes) : bytes_(bytes) {
   c.note_live();
 }
 
+Storage::Storage(void* data, std::size_t bytes, std::shared_ptr<void> owner)
+    : data_(data), bytes_(bytes), owner_(std::move(owner)) {}
+
 Storage::~Storage() {
-  if (data_ == nullptr) return;
+  if (data_ == nullptr || owner_) return;  // owner_'s release frees memory owned elsewhere
   Cache& c = cache();
   std::lock_guard lock(c.mutex);
   c.live -= capacity_;

@@ -24,6 +24,10 @@ namespace attend {
 class Storage {
  public:
   explicit Storage(std::size_t bytes);
+  // Memory that someone else owns (a NumPy array's buffer, shared by the Python
+  // module): `owner` keeps it alive as long as this storage lives, and dropping
+  // `owner` is all the release there is; nothing is allocated or cached.
+  Storage(void* data, std::size_t bytes, std::shared_ptr<void> owner);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -36,6 +40,7 @@ class Storage {
   void* data_ = nullptr;
   std::size_t bytes_ = 0;
   std::size_t capacity_ = 0;  // the block's real size (a size class, or a larger cached block)
+  std::shared_ptr<void> owner_;  // set for memory owned elsewhere
 };
 
 namespace memory {
