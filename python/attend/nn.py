@@ -26,7 +26,7 @@ on in turn, as one C++ Generator passed to several constructors is).
 """
 from ._attend import Tensor, no_grad
 from ._attend import Error
-from ._attend.nn import (  # noqa: F401  (re-exported)
+from ._attend._nn import (  # noqa: F401  (re-exported)
     CModule,
     Linear,
     Embedding,

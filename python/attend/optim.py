@@ -12,7 +12,7 @@ and the learning-rate schedules StepLR and ReduceLROnPlateau (autograd/optim/).
 An optimizer holds the parameter tensors themselves and updates them in place; a schedule
 changes the lr of its optimizer (call its step() once per epoch).
 """
-from ._attend.optim import (  # noqa: F401  (re-exported)
+from ._attend._optim import (  # noqa: F401  (re-exported)
     Optimizer,
     SGD,
     Adam,
