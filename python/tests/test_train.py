@@ -1,4 +1,5 @@
 """attend.train: the command's flags, defaults, progress and Ctrl-C, from Python."""
+import json
 import os
 import signal
 import subprocess
@@ -16,7 +17,8 @@ def test_train_saves_a_model_and_returns_its_history(tmp_path, capfd):
     assert result.out == str(tmp_path / "m")
     for name in ("config.json", "model.safetensors", "source.vocab", "target.vocab", "train_log.csv"):
         assert (tmp_path / "m" / name).is_file(), name
-    assert [row["epoch"] for row in result.history] == [1, 2]
+    assert [row["epoch"] for row in result.history] == [1, 2, 3]
+    assert result.history[-1]["valid_loss"] < result.history[0]["valid_loss"]
     out = capfd.readouterr().out
     assert "epoch 1" in out and "best: epoch" in out  # the command's progress lines
 
@@ -84,8 +86,10 @@ def test_ctrl_c_raises_keyboard_interrupt_and_leaves_no_half_written_model(tmp_p
     assert run.stdout.rstrip().endswith("KeyboardInterrupt"), run.stdout
     leftovers = [p.name for p in tmp_path.iterdir() if p.name != "m"]
     assert leftovers == []  # no staging directory left behind
-    if out.exists():
-        attend.Translator(str(out)).translate(["the cat"])  # whole: it loads and translates
+    if out.exists():  # a whole checkpoint: the run resumes from it, finishes its epoch and saves the model
+        state = json.loads((out / "checkpoint" / "trainer_state.json").read_text())
+        attend.train(toy=True, toy_n=4000, epochs=state["epoch"] + 1, embed=16, hidden=16, out=str(out), resume=True)
+        assert isinstance(attend.Translator(str(out)).translate(["the cat"])[0], str)
 
 
 def test_help_shows_the_commands_flags():

@@ -68,7 +68,7 @@ def test_bad_inputs_raise(model, tmp_path):
     with pytest.raises(attend.Error, match="line break"):
         t.translate(["the cat\nthe dog"])
     with pytest.raises(attend.Error):
-        t.translate(["\xff".encode("latin-1").decode("latin-1") * 70000])
+        t.translate(["the cat", "a " * 300000])  # too long to decode within the memory limit: refused first
 
 
 def test_explain_grad_gives_alpha_and_signed_gradient(model):
@@ -98,13 +98,13 @@ def test_explain_returns_every_number_as_arrays():
 
 def test_bleu_is_sacrebleus():
     perfect = attend.bleu(["the cat sat on the mat"], ["the cat sat on the mat"])
-    assert perfect.score == 100 and float(perfect) == 100
+    assert perfect.score == pytest.approx(100) and float(perfect) == perfect.score
     s = attend.bleu(["the cat sat on a mat today"], ["the cat sat on the mat"])
     assert 0 < s.score < 100
     assert list(s.totals) == [7, 6, 5, 4] and s.sys_len == 7 and s.ref_len == 6
     assert str(s).startswith("BLEU = ") and "tok:13a" in s.signature
     two = attend.bleu(["the cat sat on a mat today"], [["the cat sat on the mat"], ["the cat sat on a mat today"]])
-    assert two.score == 100
+    assert two.score == pytest.approx(100)
     with pytest.raises(attend.Error):
         attend.bleu(["a", "b"], ["a"])
     with pytest.raises(attend.Error):

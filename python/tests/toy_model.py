@@ -5,7 +5,7 @@ import pathlib
 import attend
 
 # Small enough to train in seconds on a busy machine; the flags are attend train's.
-TINY = dict(toy=True, toy_n=300, toy_max_len=6, epochs=2, embed=16, hidden=16, batch=16, bleu_sentences=8)
+TINY = dict(toy=True, toy_n=2000, toy_max_len=6, epochs=3, embed=32, hidden=32, batch=16, lr=0.01, bleu_sentences=8)
 
 
 def attend_program():
