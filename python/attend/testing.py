@@ -6,12 +6,15 @@
         x = attend.tensor([[0.1, -0.4], [0.3, 0.2]], dtype=attend.float64, requires_grad=True)
         attend.testing.assert_gradients(lambda x: my_op(x), [x])
 """
+from typing import Any, Callable, Sequence, Union
+
 from . import _attend
 
 __all__ = ["assert_gradients"]
 
 
-def assert_gradients(fn, inputs, **options):
+def assert_gradients(fn: Callable[..., Any], inputs: Union[_attend.Tensor, Sequence[_attend.Tensor]],
+                     **options: Any) -> _attend.GradcheckReport:
     """assert_gradients(fn, inputs, **options) -> GradcheckReport
 
     Runs attend.gradcheck(fn, inputs, **options) and raises AssertionError with the

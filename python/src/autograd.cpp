@@ -65,6 +65,7 @@ class PyOpContext {
   void release() { forward_ = nullptr, backward_ = nullptr; }
 
   void save(const py::args& tensors) {
+    context();  // raises if the ctx was kept past its call
     if (!forward_) attend::fail("{}: ctx.save is for the forward, while it runs", op_);
     Tensors list;
     for (const py::handle& t : tensors) list.push_back(to_tensor(t, attend::DType::Float32, op_.c_str(), "ctx.save's argument"));
