@@ -18,8 +18,13 @@ from . import _attend
 
 __all__ = ["train", "TrainResult", "Translator", "Translation", "explain", "bleu", "BleuScore"]
 
-Translation = _attend.Translation
-BleuScore = _attend.BleuScore
+# Bound as _attend._Translation and _attend._BleuScore (the extension's stubs are
+# python/attend/_attend.pyi; these two are typed in highlevel.pyi); public here.
+Translation = _attend._Translation
+BleuScore = _attend._BleuScore
+for _cls, _name in ((Translation, "Translation"), (BleuScore, "BleuScore")):
+    _cls.__name__ = _cls.__qualname__ = _name
+    _cls.__module__ = "attend"
 
 # Flags whose default is on: False asks for their opposite.
 _NEGATIONS = {"bidirectional": "--unidirectional"}

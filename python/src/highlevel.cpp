@@ -179,7 +179,7 @@ class Translator {
 
 void bind_translation(py::module_& m) {
   using attend::TextTranslation;
-  py::class_<TextTranslation>(m, "Translation", "One translation of a sentence, with its attention and scores")
+  py::class_<TextTranslation>(m, "_Translation", "One translation of a sentence, with its attention and scores")
       .def_readonly("text", &TextTranslation::text, "The detokenized output")
       .def_readonly("source_tokens", &TextTranslation::source_tokens)
       .def_readonly("output_tokens", &TextTranslation::output_tokens, "Without </s>")
@@ -219,7 +219,7 @@ void bind_translation(py::module_& m) {
 
 void bind_bleu(py::module_& m) {
   using attend::BleuScore;
-  py::class_<BleuScore>(m, "BleuScore", "Corpus BLEU as sacreBLEU computes it, with its n-gram statistics")
+  py::class_<BleuScore>(m, "_BleuScore", "Corpus BLEU as sacreBLEU computes it, with its n-gram statistics")
       .def_readonly("score", &BleuScore::score, "0..100")
       .def_readonly("precisions", &BleuScore::precisions, "1- to 4-gram precisions, 0..100, after smoothing")
       .def_readonly("matches", &BleuScore::matches, "Clipped n-gram matches per order")
