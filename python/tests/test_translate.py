@@ -1,5 +1,8 @@
 """attend.Translator, attend.explain and attend.bleu."""
+import os
 import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -109,3 +112,29 @@ def test_bleu_is_sacrebleus():
         attend.bleu(["a", "b"], ["a"])
     with pytest.raises(attend.Error):
         attend.bleu("a", "a")
+
+
+def test_ctrl_c_during_translate_raises_keyboard_interrupt(model):
+    # A child translates many sentences and sends itself SIGINT from a thread (which runs
+    # because translate releases the GIL); the call must end with KeyboardInterrupt, and
+    # the Translator must still work afterwards.
+    script = textwrap.dedent(f"""
+        import os, signal, threading, time, attend
+        t = attend.Translator({model!r})
+        started = threading.Event()
+        def interrupt():
+            started.wait()
+            time.sleep(0.3)
+            os.kill(os.getpid(), signal.SIGINT)
+        threading.Thread(target=interrupt, daemon=True).start()
+        try:
+            started.set()
+            t.translate(["the cat sees a dog"] * 400000)
+            print("finished")
+        except KeyboardInterrupt:
+            print("KeyboardInterrupt", t.translate(["a big dog"]) == t.translate(["a big dog"]))
+    """)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600, env=env)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["KeyboardInterrupt", "True"]
