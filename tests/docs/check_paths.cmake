@@ -1,6 +1,6 @@
 # Keeps the docs honest: every repository path written in README.md and docs/*.md
 # exists. A path is a word that starts at a word boundary with a top-level folder
-# (core/, autograd/, layers/, models/, tools/, tests/, bench/, docs/, .ci/), as in
+# (core/, autograd/, layers/, models/, tools/, python/, tests/, bench/, docs/, .ci/), as in
 # `core/io/file_io.hpp` or `tools/cli/`, or the target of a relative Markdown link,
 # resolved from the page that holds it. Excepted: patterns and placeholders (a word
 # with * < > { }, as tests/**/test_*.cpp or cmd_<name>.cpp), and paths inside other
@@ -14,7 +14,7 @@ endif()
 file(GLOB pages RELATIVE "${SOURCE_DIR}" "${SOURCE_DIR}/docs/*.md")
 set(pages README.md ${pages})
 set(path_chars "A-Za-z0-9_./<>*{}+-")
-set(folders "(\\.ci|core|autograd|layers|models|tools|tests|bench|docs)")
+set(folders "(\\.ci|core|autograd|layers|models|tools|python|tests|bench|docs)")
 set(missing "")
 set(checked 0)
 
