@@ -1,15 +1,20 @@
 """docs/python.md's "Python in under 30 lines": the very block, run as it is written."""
-import os
 import pathlib
 import re
+
+import pytest
 
 DOC = pathlib.Path(__file__).resolve().parents[2] / "docs" / "python.md"
 
 
 def snippet():
+    if not DOC.exists():
+        pytest.skip(f"{DOC} is not here (an installed copy of the tests)")
     text = DOC.read_text()
     section = text.split("## Python in under 30 lines", 1)[1]
-    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    # Fenced as ```py: test_docs.py runs the ```python blocks in its own directory, and this
+    # one writes a model and a picture, so it runs here, in a scratch directory.
+    return re.search(r"```py\n(.*?)```", section, re.S).group(1)
 
 
 def test_the_snippet_is_under_30_lines():
@@ -25,11 +30,10 @@ def test_the_snippet_trains_translates_plots_and_gradchecks(tmp_path, monkeypatc
     namespace["test_cube"]()  # the pytest test it defines passes
 
 
-def test_the_snippets_gradcheck_can_fail(tmp_path, monkeypatch):
-    # The same op with its backward assigning instead of adding, or with a wrong formula, fails.
+def test_the_snippets_gradcheck_can_fail():
+    # The same op with a wrong formula in its backward (2x^2 for 3x^2) fails the check.
     import attend
     import attend.testing
-    import pytest
 
     def forward(ctx, x):
         ctx.save(x)
