@@ -48,6 +48,15 @@ auto with_generator(const py::handle& seed, const char* op, F&& make) {
   }
 }
 
+// Work this large runs without the GIL (bindings.hpp: run_released), as the ops do.
+bool large(std::int64_t work) { return work >= kReleaseGilElements; }
+
+std::int64_t elements(const std::vector<Tensor>& tensors) {
+  std::int64_t n = 0;
+  for (const Tensor& t : tensors) n += t.defined() ? t.numel() : 0;
+  return n;
+}
+
 std::vector<std::int64_t> lengths_of(const py::handle& lengths) {
   if (lengths.is_none()) return {};
   return lengths.cast<std::vector<std::int64_t>>();
@@ -73,6 +82,9 @@ void bind_module(py::module_& nn_mod) {
 }
 
 void bind_layers(py::module_& nn_mod) {
+  auto linear_forward = [](const nn::Linear& l, const Tensor& x) {
+    return run_released(large(x.numel() * l.out_features()), [&] { return l.forward(x); });
+  };
   py::class_<nn::Linear, nn::Module>(nn_mod, "Linear", "y = x @ W^T + b, PyTorch's layout and initialisation")
       .def(py::init([](std::int64_t in, std::int64_t out, bool bias, const py::handle& seed, const py::handle& dtype) {
              const attend::DType dt = to_dtype(dtype, attend::Float32, "Linear");
@@ -81,8 +93,8 @@ void bind_layers(py::module_& nn_mod) {
            }),
            py::arg("in_features"), py::arg("out_features"), py::arg("bias") = true, py::arg("seed") = 0,
            py::arg("dtype") = py::none())
-      .def("forward", &nn::Linear::forward, py::arg("x"), "x (..., in) -> (..., out)")
-      .def("__call__", &nn::Linear::forward, py::arg("x"))
+      .def("forward", linear_forward, py::arg("x"), "x (..., in) -> (..., out)")
+      .def("__call__", linear_forward, py::arg("x"))
       .def_property_readonly("weight", [](const nn::Linear& l) { return l.weight; }, "(out, in)")
       .def_property_readonly("bias", [](const nn::Linear& l) { return l.bias; }, "(out), or an undefined tensor without bias")
       .def_property_readonly("in_features", &nn::Linear::in_features)
@@ -115,7 +127,9 @@ void bind_layers(py::module_& nn_mod) {
       auto pair = initial.cast<std::pair<Tensor, Tensor>>();
       state = {pair.first, pair.second};
     }
-    nn::LSTMOutput out = l.forward(x, lengths_of(lengths), state);
+    const std::vector<std::int64_t> lens = lengths_of(lengths);
+    nn::LSTMOutput out =
+        run_released(large(x.numel() * 4 * l.hidden_size()), [&] { return l.forward(x, lens, state); });
     return py::make_tuple(out.output, py::make_tuple(out.h_n, out.c_n));
   };
   py::class_<nn::LSTM, nn::Module>(nn_mod, "LSTM",
@@ -248,7 +262,9 @@ void bind_seq2seq(py::module_& nn_mod) {
           [](attend::Seq2Seq& m, const std::vector<std::vector<std::int64_t>>& source,
              const std::vector<std::vector<std::int64_t>>& target, double label_smoothing, double teacher_forcing) {
             const attend::Batch batch = batch_of(source, target, m.dtype());
-            return m.loss(batch, {.label_smoothing = label_smoothing, .teacher_forcing = teacher_forcing});
+            return run_released(true, [&] {
+              return m.loss(batch, {.label_smoothing = label_smoothing, .teacher_forcing = teacher_forcing});
+            });
           },
           py::arg("source"), py::arg("target"), py::arg("label_smoothing") = 0.0, py::arg("teacher_forcing") = 1.0,
           "Mean cross-entropy of a batch: source and target are lists of token-id lists (without <s> and </s>,\n"
@@ -263,7 +279,8 @@ void bind_optimizers(py::module_& optim_mod) {
   py::class_<optim::Optimizer>(optim_mod, "Optimizer",
                                "Updates the parameters it was given in place, with PyTorch's rules")
       .def("zero_grad", &optim::Optimizer::zero_grad, "Drops every parameter's gradient (set_to_none)")
-      .def("step", &optim::Optimizer::step, "One update of every parameter that has a gradient")
+      .def("step", [](optim::Optimizer& o) { run_released(large(elements(o.params())), [&] { o.step(); }); },
+           "One update of every parameter that has a gradient")
       .def_property("lr", &optim::Optimizer::lr, &optim::Optimizer::set_lr)
       .def_property_readonly("name", &optim::Optimizer::name)
       .def_property_readonly("params", &optim::Optimizer::params)
@@ -293,7 +310,11 @@ void bind_optimizers(py::module_& optim_mod) {
            }),
            py::arg("params"), py::arg("lr") = 1.0, py::arg("rho") = 0.9, py::arg("eps") = 1e-6,
            py::arg("weight_decay") = 0.0);
-  optim_mod.def("clip_grad_norm", &optim::clip_grad_norm, py::arg("params"), py::arg("max_norm"),
+  optim_mod.def("clip_grad_norm",
+                [](const Params& params, double max_norm) {
+                  return run_released(large(elements(params)), [&] { return optim::clip_grad_norm(params, max_norm); });
+                },
+                py::arg("params"), py::arg("max_norm"),
                 "Scales every gradient so that their joint L2 norm is at most max_norm; returns the norm before");
 
   // A schedule keeps a reference to its optimizer: keep_alive holds the optimizer while it lives.
