@@ -38,6 +38,9 @@ from ._attend._nn import (  # noqa: F401  (re-exported)
 
 __all__ = ["Module", "CModule", "Linear", "Embedding", "LSTM", "AdditiveAttention", "DotAttention", "Seq2Seq"]
 
+for _cls in (CModule, Linear, Embedding, LSTM, AdditiveAttention, DotAttention, Seq2Seq):
+    _cls.__module__ = __name__  # help() and repr say attend.nn.Linear, where users find them
+
 
 class Module:
     """The base of a model written in Python, as torch.nn.Module is.

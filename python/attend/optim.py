@@ -23,3 +23,6 @@ from ._attend._optim import (  # noqa: F401  (re-exported)
 )
 
 __all__ = ["Optimizer", "SGD", "Adam", "Adadelta", "clip_grad_norm", "StepLR", "ReduceLROnPlateau"]
+
+for _obj in (Optimizer, SGD, Adam, Adadelta, clip_grad_norm, StepLR, ReduceLROnPlateau):
+    _obj.__module__ = __name__  # help() and repr say attend.optim.Adam, where users find them
