@@ -30,53 +30,60 @@ bool is_number(const py::handle& v) {
 
 // a OP b where either side may be a number or array-like, as long as one is a Tensor.
 using TensorOp = Tensor (*)(const Tensor&, const Tensor&);
+Tensor apply(TensorOp f, const Tensor& a, const Tensor& b) {
+  return run_released(large({&a, &b}), [&] { return f(a, b); });
+}
+
 Tensor binary(const char* op, TensorOp f, const py::handle& a, const py::handle& b) {
   const bool a_tensor = py::isinstance<Tensor>(a), b_tensor = py::isinstance<Tensor>(b);
   if (!a_tensor && !b_tensor) attend::fail("attend.{}: one of the arguments must be a Tensor", op);
   const attend::DType dtype = (a_tensor ? a : b).cast<const Tensor&>().dtype();
-  const Tensor x = to_tensor(a, dtype, op, "a"), y = to_tensor(b, dtype, op, "b");
-  return run_released(large({&x, &y}), [&] { return f(x, y); });
+  return apply(f, to_tensor(a, dtype, op, "a"), to_tensor(b, dtype, op, "b"));
 }
 
 Tensor add_tt(const Tensor& a, const Tensor& b) { return attend::add(a, b); }
 Tensor sub_tt(const Tensor& a, const Tensor& b) { return attend::sub(a, b); }
 Tensor mul_tt(const Tensor& a, const Tensor& b) { return attend::mul(a, b); }
 Tensor div_tt(const Tensor& a, const Tensor& b) { return attend::div(a, b); }
+Tensor matmul_tt(const Tensor& a, const Tensor& b) { return attend::matmul(a, b); }
+
+// The other operand of an operator: a Tensor as it is, an array or list as a
+// tensor of self's dtype.
+Tensor operand(const Tensor& self, const py::object& other, const char* op) {
+  if (py::isinstance<Tensor>(other)) return other.cast<Tensor>();
+  return to_tensor(other, self.dtype(), op, "the other operand");
+}
 
 // The operators call the scalar overloads for numbers, as C++'s x * 2.0 does, so
 // that the same expression gives the same bits in both languages.
 void bind_operators(py::class_<Tensor>& cls) {
   cls.def("__add__", [](const Tensor& x, const py::object& o) {
-       return is_number(o) ? attend::add(x, o.cast<double>()) : binary("add", add_tt, py::cast(x), o);
+       return is_number(o) ? attend::add(x, o.cast<double>()) : apply(add_tt, x, operand(x, o, "add"));
      }, py::is_operator())
       .def("__radd__", [](const Tensor& x, const py::object& o) {
-        return is_number(o) ? attend::add(x, o.cast<double>()) : binary("add", add_tt, o, py::cast(x));
+        return is_number(o) ? attend::add(x, o.cast<double>()) : apply(add_tt, operand(x, o, "add"), x);
       }, py::is_operator())
       .def("__sub__", [](const Tensor& x, const py::object& o) {
-        return is_number(o) ? x - o.cast<double>() : binary("sub", sub_tt, py::cast(x), o);
+        return is_number(o) ? x - o.cast<double>() : apply(sub_tt, x, operand(x, o, "sub"));
       }, py::is_operator())
       .def("__rsub__", [](const Tensor& x, const py::object& o) {
-        return is_number(o) ? o.cast<double>() - x : binary("sub", sub_tt, o, py::cast(x));
+        return is_number(o) ? o.cast<double>() - x : apply(sub_tt, operand(x, o, "sub"), x);
       }, py::is_operator())
       .def("__mul__", [](const Tensor& x, const py::object& o) {
-        return is_number(o) ? attend::mul(x, o.cast<double>()) : binary("mul", mul_tt, py::cast(x), o);
+        return is_number(o) ? attend::mul(x, o.cast<double>()) : apply(mul_tt, x, operand(x, o, "mul"));
       }, py::is_operator())
       .def("__rmul__", [](const Tensor& x, const py::object& o) {
-        return is_number(o) ? attend::mul(x, o.cast<double>()) : binary("mul", mul_tt, o, py::cast(x));
+        return is_number(o) ? attend::mul(x, o.cast<double>()) : apply(mul_tt, operand(x, o, "mul"), x);
       }, py::is_operator())
       .def("__truediv__", [](const Tensor& x, const py::object& o) {
-        return is_number(o) ? x / o.cast<double>() : binary("div", div_tt, py::cast(x), o);
+        return is_number(o) ? x / o.cast<double>() : apply(div_tt, x, operand(x, o, "div"));
       }, py::is_operator())
-      .def("__rtruediv__", [](const Tensor& x, const py::object& o) { return binary("div", div_tt, o, py::cast(x)); },
+      .def("__rtruediv__", [](const Tensor& x, const py::object& o) { return apply(div_tt, operand(x, o, "div"), x); },
            py::is_operator())
-      .def("__matmul__", [](const Tensor& a, const py::object& o) {
-        const Tensor b = to_tensor(o, a.dtype(), "matmul", "b");
-        return run_released(large({&a, &b}), [&] { return attend::matmul(a, b); });
-      }, py::is_operator())
-      .def("__rmatmul__", [](const Tensor& b, const py::object& o) {
-        const Tensor a = to_tensor(o, b.dtype(), "matmul", "a");
-        return run_released(large({&a, &b}), [&] { return attend::matmul(a, b); });
-      }, py::is_operator())
+      .def("__matmul__", [](const Tensor& a, const py::object& o) { return apply(matmul_tt, a, operand(a, o, "matmul")); },
+           py::is_operator())
+      .def("__rmatmul__", [](const Tensor& b, const py::object& o) { return apply(matmul_tt, operand(b, o, "matmul"), b); },
+           py::is_operator())
       .def("__neg__", [](const Tensor& x) { return attend::neg(x); });
 }
 
