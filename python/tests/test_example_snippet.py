@@ -12,9 +12,7 @@ def snippet():
         pytest.skip(f"{DOC} is not here (an installed copy of the tests)")
     text = DOC.read_text()
     section = text.split("## Python in under 30 lines", 1)[1]
-    # Fenced as ```py: test_docs.py runs the ```python blocks in its own directory, and this
-    # one writes a model and a picture, so it runs here, in a scratch directory.
-    return re.search(r"```py\n(.*?)```", section, re.S).group(1)
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 
 def test_the_snippet_is_under_30_lines():
