@@ -260,15 +260,18 @@ void bind_seq2seq(py::module_& nn_mod) {
       .def(
           "loss",
           [](attend::Seq2Seq& m, const std::vector<std::vector<std::int64_t>>& source,
-             const std::vector<std::vector<std::int64_t>>& target, double label_smoothing, double teacher_forcing) {
+             const std::vector<std::vector<std::int64_t>>& target, double label_smoothing, double teacher_forcing,
+             Generator* sampling) {
             const attend::Batch batch = batch_of(source, target, m.dtype());
             return run_released(true, [&] {
-              return m.loss(batch, {.label_smoothing = label_smoothing, .teacher_forcing = teacher_forcing});
+              return m.loss(batch, {.label_smoothing = label_smoothing, .teacher_forcing = teacher_forcing}, sampling);
             });
           },
           py::arg("source"), py::arg("target"), py::arg("label_smoothing") = 0.0, py::arg("teacher_forcing") = 1.0,
+          py::arg("sampling") = py::none(),
           "Mean cross-entropy of a batch: source and target are lists of token-id lists (without <s> and </s>,\n"
-          "which the batch adds). teacher_forcing < 1 needs a sampling generator: not offered here.")
+          "which the batch adds). teacher_forcing < 1 feeds the model's own prediction at some steps, chosen by\n"
+          "the attend.Generator `sampling`.")
       .def_property_readonly("config", [](const attend::Seq2Seq& m) {
         return py::module_::import("json").attr("loads")(m.config().to_json().dump());
       });

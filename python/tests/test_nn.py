@@ -134,3 +134,13 @@ def test_bad_calls_raise_never_crash():
         model.loss([[]], [[4]])
     with pytest.raises(attend.Error):
         model.loss([[40]], [[4]])
+
+
+def test_seq2seq_scheduled_sampling_draws_from_the_given_generator():
+    model = nn.Seq2Seq(9, 8, embed=4, hidden=4, seed=1)
+    source, target = [[4, 5, 6], [7, 8]], [[4, 5, 6, 7], [6, 7, 4]]
+    with pytest.raises(attend.Error, match="generator"):
+        model.loss(source, target, teacher_forcing=0.5)
+    a = model.loss(source, target, teacher_forcing=0.5, sampling=attend.Generator(3)).item()
+    b = model.loss(source, target, teacher_forcing=0.5, sampling=attend.Generator(3)).item()
+    assert a == b
