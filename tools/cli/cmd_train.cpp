@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <functional>
 #include <limits>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -106,8 +107,8 @@ void resume(Trainer& trainer, const TrainFlags& f, bool root) {
 // on a rank that stopped for another's), having said where the checkpoint is; otherwise rank 0
 // names the best epoch.
 void finish(Communicator& world, const TrainFlags& f, const StagedModelDir* staged, const Trainer& trainer,
-            const Dataset& data) {
-  bool stopped = interrupted;
+            const Dataset& data, const std::atomic<bool>& stop) {
+  bool stopped = stop;
   if (world.size() > 1) {  // the signal may have reached one rank only; they all stopped
     double any = stopped ? 1 : 0;
     world.sum(std::span<double>(&any, 1));
@@ -128,9 +129,12 @@ void finish(Communicator& world, const TrainFlags& f, const StagedModelDir* stag
   print_best(f, data, trainer);
 }
 
-void train(Communicator& world, TrainFlags& f) {
+void train(Communicator& world, TrainFlags& f, const std::atomic<bool>* external_stop) {
   // From the start, so that a signal during data loading is not lost either: training then stops at once.
-  InterruptHandlers handlers;
+  // A caller with its own stop flag (the Python module) handles the signals itself.
+  std::optional<InterruptHandlers> handlers;
+  if (external_stop == nullptr) handlers.emplace();
+  const std::atomic<bool>& stop = external_stop != nullptr ? *external_stop : interrupted;
   const bool root = world.is_root();  // prints, writes the model directory
   blas::set_num_threads(f.threads);
   // The split follows --seed unless --data-seed is given: models for an
@@ -152,15 +156,17 @@ void train(Communicator& world, TrainFlags& f) {
   for (const SentencePair& p : data.valid_text) options.valid_references.push_back(p.target);
   TrainHooks hooks = root ? progress_hooks(f, data) : TrainHooks{};  // rank 0 alone shows progress
   hooks.on_checkpoint = commit_staged(staged.get());
-  hooks.stop = &interrupted;
+  hooks.stop = &stop;
   Trainer trainer(model, data.target_vocab, data.train, data.valid, std::move(options), std::move(hooks));
   trainer.distribute(world);
   if (f.resume) resume(trainer, f, root);
   trainer.run();
-  finish(world, f, staged.get(), trainer, data);
+  finish(world, f, staged.get(), trainer, data, stop);
 }
 
-void run_train(TrainFlags& f) {
+}  // namespace
+
+void run_train(TrainFlags& f, const std::atomic<bool>* stop) {
   std::unique_ptr<Communicator> world;
   try {
     world = connect_world();
@@ -169,7 +175,7 @@ void run_train(TrainFlags& f) {
     throw;
   }
   try {
-    train(*world, f);
+    train(*world, f, stop);
   } catch (const CollectiveError& e) {
     if (world->size() == 1) throw;
     // Every rank has it: rank 0 reports it and the others exit quietly, but
@@ -194,6 +200,8 @@ void run_train(TrainFlags& f) {
     world->abort(1);
   }
 }
+
+namespace {
 
 // --subword, --vocab-size, --subword-sides and --spm-model*
 void add_subword_flags(CLI::App& cmd, TrainFlags& f) {
@@ -287,14 +295,18 @@ void add_run_flags(CLI::App& cmd, TrainFlags& f) {
 
 }  // namespace
 
+void add_train_flags(CLI::App& cmd, TrainFlags& f) {
+  f.data.add_to(cmd);
+  add_subword_flags(cmd, f);
+  add_model_flags(cmd, f);
+  add_training_flags(cmd, f);
+  add_run_flags(cmd, f);
+}
+
 void add_train_command(CLI::App& app) {
   auto flags = std::make_shared<TrainFlags>();
   auto* cmd = app.add_subcommand("train", "Train a sequence-to-sequence model with attention");
-  flags->data.add_to(*cmd);
-  add_subword_flags(*cmd, *flags);
-  add_model_flags(*cmd, *flags);
-  add_training_flags(*cmd, *flags);
-  add_run_flags(*cmd, *flags);
+  add_train_flags(*cmd, *flags);
   cmd->callback([flags] { run_train(*flags); });
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <span>
 
 #include <fmt/format.h>
@@ -36,6 +37,8 @@ static_assert(limits::kMaxLineBytes == 65536 && limits::kMaxDecodeBytes == std::
 constexpr std::size_t kChunkLines = 4096;
 constexpr std::size_t kChunkBytes = std::size_t{4} << 20;
 
+}  // namespace
+
 std::vector<LoadedModel> load_models(const TranslateFlags& f) {
   if (f.models.size() > static_cast<std::size_t>(limits::kMaxEnsemble))
     fail("translate: {} models given; an ensemble has at most {} (core/io/limits.hpp)", f.models.size(),
@@ -48,6 +51,8 @@ std::vector<LoadedModel> load_models(const TranslateFlags& f) {
   }
   return models;
 }
+
+namespace {
 
 // All lines, for --explain-grad (its input is a handful of sentence pairs).
 std::vector<std::string> read_all_lines(const std::string& path) {
@@ -68,16 +73,12 @@ std::vector<std::string> read_all_lines(const std::string& path) {
 
 }  // namespace
 
-// The models as decoding takes them.
 std::vector<Seq2Seq*> ensemble_of(std::vector<LoadedModel>& models) {
   std::vector<Seq2Seq*> ensemble;
   for (LoadedModel& m : models) ensemble.push_back(m.model.get());
   return ensemble;
 }
 
-// The memory a line's decoding takes grows with the square of its tokens
-// (models/decode/decoding.hpp): it is checked once the line is tokenized,
-// before any work, against limits::decode_memory_limit(). Returns the tokens.
 std::int64_t checked_tokens(const char* op, std::span<Seq2Seq* const> ensemble, const TextCodec& source,
                             const std::string& line, const std::string& where, const DecodeOptions& options) {
   const auto tokens = static_cast<std::int64_t>(source.encode(line).size());
@@ -130,12 +131,8 @@ std::vector<std::vector<TextTranslation>> translate_lines(std::vector<LoadedMode
   return in_order;
 }
 
-namespace {
-
-void run_translate(const TranslateFlags& f) {
-  blas::set_num_threads(f.threads);
-  std::vector<LoadedModel> models = load_models(f);
-  for (LoadedModel& m : models)
+void check_translate_request(const std::vector<LoadedModel>& models, const TranslateFlags& f) {
+  for (const LoadedModel& m : models)
     if (f.explain_grad || !f.alignments.empty() || f.replace_unk)
       if (m.config.attention == AttentionKind::None)
         fail("translate: {} needs a model with attention; {} has none",
@@ -146,6 +143,30 @@ void run_translate(const TranslateFlags& f) {
   if (f.decode.n_best > 1 && (f.explain_grad || f.show_attention || f.alignments == "soft"))
     fail("translate: --n-best prints Moses n-best lines; it does not combine with {}",
          f.explain_grad ? "--explain-grad" : f.show_attention ? "--show-attention" : "--alignments soft");
+}
+
+void for_each_translated_group(std::vector<LoadedModel>& models, const std::vector<std::string>& lines,
+                               const std::vector<std::int64_t>& tokens, const TranslateFlags& f,
+                               const DecodeOptions& options, const UnkDictionary& dictionary,
+                               const std::function<void(std::vector<std::vector<TextTranslation>>&)>& done) {
+  const std::vector<Seq2Seq*> ensemble = ensemble_of(models);
+  for (const Group& g : memory_groups(ensemble, tokens, options, lines.size())) {
+    const std::vector<std::string> group(lines.begin() + g.begin, lines.begin() + g.end);
+    const std::vector<std::int64_t> group_tokens(tokens.begin() + g.begin, tokens.begin() + g.end);
+    std::vector<std::vector<TextTranslation>> out = translate_lines(models, group, group_tokens, f, options);
+    if (f.replace_unk)
+      for (std::vector<TextTranslation>& n_best : out)
+        for (TextTranslation& t : n_best) replace_unknown_words(t, dictionary, models.front().codecs.target);
+    done(out);
+  }
+}
+
+namespace {
+
+void run_translate(const TranslateFlags& f) {
+  blas::set_num_threads(f.threads);
+  std::vector<LoadedModel> models = load_models(f);
+  check_translate_request(models, f);
   if (f.explain_grad) {
     if (models.size() > 1) fail("translate: --explain-grad explains one model; {} were given", models.size());
     return run_explain_grad(models.front(), f, read_all_lines(f.input));
@@ -195,19 +216,14 @@ void run_translate(const TranslateFlags& f) {
     }
     // The chunk in groups of lines, in input order, whose translations (held
     // until they are written) fit in the memory limit together.
-    for (const Group& g : memory_groups(ensemble, tokens, options, lines.size())) {
-      const std::vector<std::string> group(lines.begin() + g.begin, lines.begin() + g.end);
-      const std::vector<std::int64_t> group_tokens(tokens.begin() + g.begin, tokens.begin() + g.end);
-      std::vector<std::vector<TextTranslation>> out = translate_lines(models, group, group_tokens, f, options);
-      std::string text;
-      for (std::size_t i = 0; i < out.size(); ++i) {
-        if (f.replace_unk)
-          for (TextTranslation& t : out[i]) replace_unknown_words(t, dictionary, models.front().codecs.target);
-        text += format_output(out[i], done + static_cast<std::int64_t>(i), f);
-      }
-      write_stream(stdout, text, "standard output");
-      done += static_cast<std::int64_t>(out.size());
-    }
+    for_each_translated_group(models, lines, tokens, f, options, dictionary,
+                              [&](std::vector<std::vector<TextTranslation>>& out) {
+                                std::string text;
+                                for (std::size_t i = 0; i < out.size(); ++i)
+                                  text += format_output(out[i], done + static_cast<std::int64_t>(i), f);
+                                write_stream(stdout, text, "standard output");
+                                done += static_cast<std::int64_t>(out.size());
+                              });
     if (!f.quiet && (terminal || seconds() >= 10.0))
       progress.update(static_cast<long>(done), fmt::format("{:.1f} sentences/s", done / std::max(seconds(), 1e-9)));
   }
@@ -249,6 +265,12 @@ void run_eval(const EvalFlags& f) {
 void add_translate_command(CLI::App& app) {
   auto f = std::make_shared<TranslateFlags>();
   auto* cmd = app.add_subcommand("translate", "Translate sentences (one per line) from FILE or stdin");
+  add_translate_flags(cmd, *f);
+  cmd->callback([f] { run_translate(*f); });
+}
+
+void add_translate_flags(CLI::App* cmd, TranslateFlags& flags) {
+  TranslateFlags* f = &flags;
   cmd->footer(
       "Each input line gives one output line (K lines with --n-best K). The input is read in chunks of 4096 lines,\n"
       "each translated in batches sorted by length and written in input order, so memory stays bounded for any\n"
@@ -309,7 +331,6 @@ void add_translate_command(CLI::App& app) {
   replace->excludes(explain);
   cmd->add_option("FILE", f->input,
                   "Sentences to translate (default: stdin); with --explain-grad, 'source<TAB>reference' per line");
-  cmd->callback([f] { run_translate(*f); });
 }
 
 void add_eval_command(CLI::App& app) {

@@ -2,6 +2,7 @@
 // attend train's flags, and the parts of the command built from them:
 // train_setup.cpp prepares the data and the model, train_progress.cpp shows the
 // run's progress; cmd_train.cpp reads the flags and runs the loop.
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -41,6 +42,17 @@ struct TrainFlags {
   std::uint64_t data_seed = 1;
   CLI::Option* data_seed_option = nullptr;  // given explicitly?
 };
+
+// ---- cmd_train.cpp: the command ----------------------------------------------
+
+// train's flags and their checks on cmd (add_train_command adds them with its
+// callback; the Python module's attend.train parses its arguments through them).
+void add_train_flags(CLI::App& cmd, TrainFlags& f);
+// The whole run of `attend train` with parsed flags. Without `stop`, SIGINT and
+// SIGTERM stop it (the command's handlers, installed for the run); with it, the
+// caller's flag does, and the caller handles the signals. A stopped run saves its
+// checkpoint and throws CLI::RuntimeError(128 + the signal; 130 for `stop`).
+void run_train(TrainFlags& f, const std::atomic<bool>* stop = nullptr);
 
 // ---- train_setup.cpp: the data and the model --------------------------------------
 

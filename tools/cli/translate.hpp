@@ -4,6 +4,7 @@
 // translate_explain.cpp (--explain-grad). attend serve (tools/serve/) translates
 // and explains through the same functions.
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -50,6 +51,16 @@ std::string hard_links(const TextTranslation& t);
 // word it attends to most; the text is rebuilt from the new tokens.
 void replace_unknown_words(TextTranslation& t, const UnkDictionary& dictionary, const TextCodec& target);
 
+// translate's flags and their checks (add_translate_command adds them with its
+// callback; the Python module's Translator parses its arguments through them).
+void add_translate_flags(CLI::App* cmd, TranslateFlags& f);
+
+// The models of --model, each checked before the next loads (an ensemble must agree).
+std::vector<LoadedModel> load_models(const TranslateFlags& f);
+// Throws when the flags ask what the models cannot give (--alignments of a model
+// without attention, --n-best with --show-attention, ...).
+void check_translate_request(const std::vector<LoadedModel>& models, const TranslateFlags& f);
+
 // The models as decoding takes them.
 std::vector<Seq2Seq*> ensemble_of(std::vector<LoadedModel>& models);
 
@@ -67,6 +78,15 @@ std::vector<std::vector<TextTranslation>> translate_lines(std::vector<LoadedMode
                                                           const std::vector<std::string>& lines,
                                                           const std::vector<std::int64_t>& tokens,
                                                           const TranslateFlags& f, const DecodeOptions& options);
+
+// Translates lines (tokens: checked_tokens of each) in groups whose translations
+// fit in the memory limit together, in input order, <unk> replaced with
+// --replace-unk; `done` receives each group's n-best lists before the next is
+// decoded (translate writes them, the Python module checks for Ctrl-C).
+void for_each_translated_group(std::vector<LoadedModel>& models, const std::vector<std::string>& lines,
+                               const std::vector<std::int64_t>& tokens, const TranslateFlags& f,
+                               const DecodeOptions& options, const UnkDictionary& dictionary,
+                               const std::function<void(std::vector<std::vector<TextTranslation>>&)>& done);
 
 // Without a reference --explain-grad explains the model's own greedy
 // translation, whatever the beam: the gradient at the attention weights of the
