@@ -45,3 +45,12 @@ def test_the_snippets_gradcheck_can_fail():
     x = attend.tensor([0.5, -1.5, 2.0], dtype=attend.float64, requires_grad=True)
     with pytest.raises(AssertionError):
         attend.testing.assert_gradients(wrong, [x])
+
+
+def test_the_readme_shows_the_same_block():
+    # The README's "From Python" is this very snippet, so the test above runs it too.
+    readme = DOC.parents[1] / "README.md"
+    if not readme.exists():
+        pytest.skip(f"{readme} is not here (an installed copy of the tests)")
+    section = readme.read_text().split("### From Python", 1)[1]
+    assert re.search(r"```python\n(.*?)```", section, re.S).group(1) == snippet()
