@@ -97,7 +97,7 @@ void resume(Trainer& trainer, const TrainFlags& f, bool root) {
   // without it the run keeps the checkpoint's. The new lr is saved with the next checkpoint. Every rank
   // holds the same optimizer state, so every rank applies it alike.
   const double saved_lr = trainer.optimizer().lr();
-  if (f.lr_option != nullptr && f.lr_option->count() > 0 && f.train.lr != saved_lr) {
+  if (f.lr_given && f.train.lr != saved_lr) {
     trainer.optimizer().set_lr(f.train.lr);
     if (root) fmt::print("lr: {} (--lr overrides the checkpoint's {})\n", f.train.lr, saved_lr);
   }
@@ -139,7 +139,7 @@ void train(Communicator& world, TrainFlags& f, const std::atomic<bool>* external
   blas::set_num_threads(f.threads);
   // The split follows --seed unless --data-seed is given: models for an
   // ensemble differ in --seed but keep one split, hence one vocabulary.
-  f.data.seed = f.data_seed_option != nullptr && f.data_seed_option->count() > 0 ? f.data_seed : f.train.seed;
+  f.data.seed = f.data_seed_given ? f.data_seed : f.train.seed;
   TrainOptions options = training_options(f);
   const std::unique_ptr<StagedModelDir> staged = stage_output(world, f);
   options.out_dir = staged ? staged->path() : f.out;
@@ -260,9 +260,10 @@ void add_training_flags(CLI::App& cmd, TrainFlags& f) {
       ->check(check::number(0.0, std::numeric_limits<double>::max()))->capture_default_str();
   cmd.add_option("--max-steps", f.train.max_steps, "Stop after this many steps (0: no limit)")
       ->check(check::integer(0, std::numeric_limits<std::int64_t>::max()))->capture_default_str();
-  f.lr_option = cmd.add_option("--lr", f.train.lr, "Learning rate (with --resume: replaces the checkpoint's)")
-                    ->check(check::number(0.0, std::numeric_limits<double>::max(), true))
-                    ->capture_default_str();
+  cmd.add_option("--lr", f.train.lr, "Learning rate (with --resume: replaces the checkpoint's)")
+      ->check(check::number(0.0, std::numeric_limits<double>::max(), true))
+      ->each([&f](const std::string&) { f.lr_given = true; })
+      ->capture_default_str();
   cmd.add_option("--optimizer", f.optimizer, "adam, sgd or adadelta")
       ->check(CLI::IsMember({"adam", "sgd", "adadelta"}))
       ->capture_default_str();
@@ -277,10 +278,11 @@ void add_training_flags(CLI::App& cmd, TrainFlags& f) {
   cmd.add_option("--seed", f.train.seed, "Seed of the initial weights, the data split and order")
       ->check(check::seed())
       ->capture_default_str();
-  f.data_seed_option = cmd.add_option("--data-seed", f.data_seed,
-                                       "Seed of the train/validation split and the toy sentences (default: --seed); "
-                                       "models trained with other --seed and one --data-seed share their vocabularies")
-                           ->check(check::seed());
+  cmd.add_option("--data-seed", f.data_seed,
+                 "Seed of the train/validation split and the toy sentences (default: --seed); "
+                 "models trained with other --seed and one --data-seed share their vocabularies")
+      ->check(check::seed())
+      ->each([&f](const std::string&) { f.data_seed_given = true; });
 }
 
 // Threads, where the model goes, and how the run starts

@@ -37,10 +37,13 @@ struct TrainFlags {
   std::string out = "model";
   bool resume = false;
   bool overwrite = false;
-  CLI::Option* lr_option = nullptr;  // given explicitly?
+  // Whether --lr and --data-seed were given, recorded while the flags are
+  // parsed: the CLI11 options themselves die with their App, which a caller
+  // (the Python module's attend.train) need not keep alive through the run.
+  bool lr_given = false;
   std::string subword_sides = "joint";
   std::uint64_t data_seed = 1;
-  CLI::Option* data_seed_option = nullptr;  // given explicitly?
+  bool data_seed_given = false;
 };
 
 // ---- cmd_train.cpp: the command ----------------------------------------------

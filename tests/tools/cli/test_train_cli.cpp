@@ -2,10 +2,12 @@
 // runs it in a forked child (tests/support/cli_child.hpp).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "tests/support/cli_child.hpp"
+#include "tools/cli/train_command.hpp"
 
 namespace {
 
@@ -59,4 +61,29 @@ TEST_CASE("a resume that --max-steps leaves no step to take is refused, and the 
   const auto more = attend_cli(s, with({"--max-steps", "4", "--resume"}));  // a higher limit continues
   CHECK_MESSAGE(more.exit_code == 0, more.err);
   CHECK_MESSAGE(contains(more.out, "resuming " + out + " at epoch 1, step 2"), more.out);
+}
+
+// attend.train (the Python module) parses the flags with an App that is gone
+// before the run starts: whether --lr and --data-seed were given must outlive
+// it. They were once read from the App's options after it was freed.
+TEST_CASE("train flags record --lr and --data-seed as given, past the life of the App that parsed them") {
+  for (const bool given : {false, true}) {
+    CAPTURE(given);
+    attend::tools::TrainFlags f;
+    {
+      CLI::App app{"attend"};
+      CLI::App* cmd = app.add_subcommand("train");
+      attend::tools::add_train_flags(*cmd, f);
+      std::vector<std::string> args = {"train", "--toy"};
+      if (given) args.insert(args.end(), {"--lr", "0.5", "--data-seed", "7"});
+      std::reverse(args.begin(), args.end());  // CLI11 takes the arguments last first
+      app.parse(args);
+    }
+    CHECK(f.lr_given == given);
+    CHECK(f.data_seed_given == given);
+    if (given) {
+      CHECK(f.train.lr == 0.5);
+      CHECK(f.data_seed == 7);
+    }
+  }
 }
