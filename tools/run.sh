@@ -22,7 +22,8 @@ PACKAGES=(cmake g++ make libopenblas-dev doctest-dev libfmt-dev libcli11-dev nlo
   clang libfuzzer-14-dev libclang-rt-14-dev  # the fuzz targets
   libcpp-httplib-dev                 # attend serve's HTTP server
   pybind11-dev python3-dev python3-numpy python3-pytest python3-matplotlib  # the Python module, its tests and example
-  chromium chromium-driver python3-selenium)  # the explorer page's real-browser test
+  chromium chromium-driver python3-selenium  # the explorer page's real-browser test
+  python3-torch)                     # the PyTorch reference checks (tests/reference/, python/tests/test_torch.py)
 
 # The fuzz targets (build/fuzz/tests/fuzz/fuzz_NAME) as NAME:MAX_LEN, from their one
 # list, tests/fuzz/targets.txt (NAME MAX_LEN a line; MAX_LEN is libFuzzer's -max_len).
