@@ -3,6 +3,8 @@
 // (tools/serve/, docs/serve.md).
 #include <cstdio>
 
+#include <limits>
+
 #include <fmt/format.h>
 
 #include "core/kernels/blas.hpp"
@@ -21,13 +23,14 @@ struct ServeFlags {
   TranslateFlags translate;  // --model (several: several models, not an ensemble) and the decoding defaults
   serve::ServerConfig server;
   bool coalesce = false;
+  std::vector<std::int64_t> model_ids;  // --model-id, one for each --model
 };
 
 void run_serve(ServeFlags& f) {
   if (f.translate.models.size() > static_cast<std::size_t>(limits::kMaxEnsemble))
     fail("serve: {} models given; at most {} (core/io/limits.hpp)", f.translate.models.size(), limits::kMaxEnsemble);
   blas::set_num_threads(f.translate.threads);
-  serve::Service service(f.translate.models, f.translate, f.coalesce);
+  serve::Service service(f.translate.models, f.translate, f.coalesce, f.model_ids);
   serve::run_server(service, f.server, stdout);
 }
 
@@ -45,10 +48,17 @@ void add_serve_command(CLI::App& app) {
       "  attend serve --model additive --model dot --port 0");
   cmd->add_option("--model", f->translate.models,
                   "Model directory written by attend train (default: model); given more than once, several models, "
-                  "with ids 0, 1, ... in this order")
+                  "with ids 0, 1, ... in this order (or --model-id's)")
       ->type_name("DIR")
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd->add_option("--model-id", f->model_ids,
+                  "The id of each --model, in the same order, as an OpenNMT-py configuration numbers them (its "
+                  "clients send them as \"id\"); default 0, 1, ...")
+      ->type_name("ID")
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->check(check::integer(0, std::numeric_limits<std::int64_t>::max()));
   cmd->add_option("--host", f->server.host, "Address to bind; a non-loopback one needs --allow-remote")
       ->capture_default_str();
   cmd->add_flag("--allow-remote", f->server.allow_remote,

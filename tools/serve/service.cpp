@@ -77,12 +77,19 @@ std::vector<double> state_norms(const Json& H) {
 
 }  // namespace
 
-Service::Service(const std::vector<std::string>& dirs, const TranslateFlags& defaults, bool coalesce) {
+Service::Service(const std::vector<std::string>& dirs, const TranslateFlags& defaults, bool coalesce,
+                 const std::vector<std::int64_t>& ids) {
+  if (!ids.empty() && ids.size() != dirs.size())
+    fail("serve: {} --model-id given for {} --model; give one for each model, in the same order", ids.size(),
+         dirs.size());
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    for (std::size_t k = 0; k < i; ++k)
+      if (ids[k] == ids[i]) fail("serve: --model-id {} is given twice; each model needs an id of its own", ids[i]);
   const UnkDictionary dictionary = defaults.unk_dict.empty() ? UnkDictionary() : UnkDictionary::load(defaults.unk_dict);
   defaults.decode.options();  // the flags' mistakes before any model loads
   for (const std::string& dir : dirs) {
     auto m = std::make_unique<ServedModel>();
-    m->id = static_cast<std::int64_t>(models_.size());
+    m->id = ids.empty() ? static_cast<std::int64_t>(models_.size()) : ids[models_.size()];
     m->dir = dir;
     m->models.push_back(load_model_dir(dir));
     m->defaults = defaults;
@@ -97,10 +104,11 @@ Service::Service(const std::vector<std::string>& dirs, const TranslateFlags& def
 }
 
 ServedModel& Service::model(std::int64_t id) {
-  if (id < 0 || id >= static_cast<std::int64_t>(models_.size()))
-    throw HttpError(404, fmt::format("No such model '{}': the ids are 0 to {} (GET /translator/models)", id,
-                                     models_.size() - 1));
-  return *models_[static_cast<std::size_t>(id)];
+  for (const std::unique_ptr<ServedModel>& m : models_)
+    if (m->id == id) return *m;
+  std::string ids;
+  for (const std::unique_ptr<ServedModel>& m : models_) ids += fmt::format("{}{}", ids.empty() ? "" : ", ", m->id);
+  throw HttpError(404, fmt::format("No such model '{}': the ids are {} (GET /translator/models)", id, ids));
 }
 
 std::string Service::translate(std::string_view body) {

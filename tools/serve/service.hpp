@@ -38,7 +38,10 @@ class Service {
  public:
   // Loads each directory once, as model 0, 1, ...; `defaults` holds the options
   // of attend translate that apply (checked here, as translate checks them).
-  Service(const std::vector<std::string>& dirs, const TranslateFlags& defaults, bool coalesce = false);
+  // ids: each model's id, in the order of dirs, as an OpenNMT-py configuration
+  // numbers them (its clients send them back); empty: 0, 1, 2, ...
+  Service(const std::vector<std::string>& dirs, const TranslateFlags& defaults, bool coalesce = false,
+          const std::vector<std::int64_t>& ids = {});
 
   std::string translate(std::string_view body);  // POST /translator/translate
   std::string explain(std::string_view body);    // POST /explain

@@ -316,3 +316,41 @@ TEST_CASE("serve --coalesce: concurrent clients get the translations one client 
     }
   CHECK(server.stop().exit_code == 0);
 }
+
+TEST_CASE("serve --model-id numbers the models as an OpenNMT-py configuration does") {
+  Models m;
+  {
+    ServeChild server(m.scratch, {"--model", m.additive, "--model", m.none, "--model-id", "100", "--model-id", "7"});
+    httplib::Client c = server.client();
+    Answer a = get(c, "/translator/models");
+    REQUIRE(a.status == 200);
+    const Json j = Json::parse(a.body);
+    REQUIRE(j.size() == 2);
+    CHECK(j[0]["model_id"] == 100);
+    CHECK(j[0]["attention"] == "additive");
+    CHECK(j[1]["model_id"] == 7);
+    CHECK(j[1]["attention"] == "none");
+    a = post(c, "/translator/translate", translate_body({"the cat"}, {{"id", 100}}));
+    CHECK(a.status == 200);
+    a = post(c, "/translator/translate", translate_body({"the cat"}, {{"id", 7}}));
+    CHECK(a.status == 200);
+    a = post(c, "/explain", Json{{"src", "the cat"}, {"model", 100}}.dump());
+    CHECK(a.status == 200);
+    a = post(c, "/translator/translate", translate_body({"the cat"}, {{"id", 0}}));  // no model 0 now
+    CHECK(a.status == 404);
+    CHECK(contains(Json::parse(a.body)["error"].get<std::string>(), "the ids are 100, 7"));
+    CHECK(server.stop().exit_code == 0);
+  }
+  for (const auto& [ids, message] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--model-id", "1"}, "1 --model-id given for 2 --model"},
+           {{"--model-id", "3", "--model-id", "3"}, "--model-id 3 is given twice"},
+           {{"--model-id", "-1", "--model-id", "2"}, "--model-id"}}) {
+    std::vector<std::string> args = {"serve", "--model", m.additive, "--model", m.none, "--port", "0"};
+    args.insert(args.end(), ids.begin(), ids.end());
+    const CliResult r = attend_cli(m.scratch, args);
+    CAPTURE(message);
+    CHECK(r.exit_code != 0);
+    CHECK(contains(r.err, message));
+    CHECK(r.out == "");
+  }
+}
