@@ -323,13 +323,18 @@ def main():
     chromium, driver = browser_or_skip()
     os.makedirs(parent, exist_ok=True)
     work = tempfile.mkdtemp(prefix="explorer-", dir=parent)
-    os.environ["TMPDIR"] = work  # chromium's and chromedriver's own files go there too
+    # Chromium's own files (its profile, and the Unix socket it makes in TMPDIR)
+    # go to a folder of their own with a short path: a socket's path holds at most
+    # 107 bytes, and below a deep build tree Chromium exits at once.
+    short = "/tmp" if os.access("/tmp", os.W_OK) else None
+    browser_dir = tempfile.mkdtemp(prefix="attend-chromium-", dir=short)
+    os.environ["TMPDIR"] = browser_dir
     server, browser, status = None, None, 1
     try:
         source, ref = make_models(attend, work)
         server = Server(attend, work)
         for width in WIDTHS:
-            browser = start_browser(chromium, driver, work, width)
+            browser = start_browser(chromium, driver, browser_dir, width)
             explore(server, browser, source, ref if width == WIDTHS[-1] else "", width, screenshot)
             if width == WIDTHS[-1]:
                 check_api_error(server, browser)
@@ -348,6 +353,7 @@ def main():
                 print(f"FAILED: {e}")
                 status = 1
         shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(browser_dir, ignore_errors=True)
     if status == 0:
         print(f"passed at {' and '.join(map(str, WIDTHS))} px; screenshot: {screenshot}")
     return status
