@@ -15,7 +15,8 @@ void add_experiment_command(CLI::App& app) {
   auto o = std::make_shared<ExperimentOptions>();
   auto* cmd = app.add_subcommand(
       "experiment", "Train Seq2Seq without attention, with additive and with dot attention on the toy language; "
-                    "write BLEU-vs-length, cost and attention figures and report.html");
+                    "write BLEU-vs-length, cost and attention figures, report.html and the three models "
+                    "(OUT/models/none, additive, dot; replaced by the next experiment in OUT)");
   cmd->add_option("--out", o->out_dir, "Output directory")->check(check::out_directory())->capture_default_str();
   cmd->add_option("--minutes", o->minutes, "Time for the whole run (the models train side by side)")
       ->check(check::number(1.0, 10000.0))

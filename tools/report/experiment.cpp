@@ -13,8 +13,11 @@
 #include "autograd/grad_mode.hpp"
 #include "core/kernels/blas.hpp"
 #include "core/io/file_io.hpp"
+#include "layers/serialize.hpp"
 #include "models/data/dataset.hpp"
 #include "models/eval/evaluation.hpp"
+#include "models/model_dir.hpp"
+#include "models/train/checkpoint.hpp"
 #include "models/train/trainer.hpp"
 #include "tools/report/report.hpp"
 #include "tools/cli/terminal.hpp"
@@ -37,6 +40,24 @@ struct Run {
   std::atomic<double> last_loss{0};
   std::atomic<std::int64_t> live_steps{0};
 };
+
+// DIR/models/NAME: the run's model as a model directory like attend train's
+// (config.json, the vocabularies, model.safetensors), for attend translate and
+// attend serve. It is staged and put in place whole, replacing the one an
+// earlier experiment in DIR left there, as the report and figures are replaced.
+void save_run_model(const std::string& out_dir, const Run& r, const Vocabulary& source, const Vocabulary& target,
+                    const TokenizerOptions& tokenizer) {
+  if (const std::string bad = first_non_finite_parameter(*r.model); !bad.empty()) {
+    fmt::print("the {} model is not saved: its parameter {} is not finite\n", r.name, bad);
+    return;
+  }
+  const std::filesystem::path models = std::filesystem::path(out_dir) / "models";
+  std::filesystem::create_directories(models);
+  StagedModelDir staged((models / r.name).string(), /*overwrite=*/true);
+  save_model_description(staged.path(), r.model->config(), source, target, tokenizer);
+  nn::save(*r.model, path_in(staged.path(), "model.safetensors"));
+  staged.commit();
+}
 
 // Runs f(i) for i in [0, n) on n threads and rethrows the first exception.
 template <class F>
@@ -225,6 +246,7 @@ nlohmann::json run_experiment(ExperimentOptions o) {
     r.model->eval();
     r.bleu = evaluate_bleu_by_length(*r.model, test, source_vocab, target_vocab, tokenizer);
   });
+  for (const auto& r : runs) save_run_model(o.out_dir, *r, source_vocab, target_vocab, tokenizer);
   fmt::print("{:>10}", "source len");
   for (const auto& r : runs) fmt::print(" {:>9}", r->name);
   fmt::print("\n");

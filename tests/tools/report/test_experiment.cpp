@@ -11,6 +11,7 @@
 #include "core/io/file_io.hpp"
 #include "tests/support/scratch.hpp"
 #include "tests/support/xml_check.hpp"
+#include "models/model_dir.hpp"
 #include "tools/report/experiment.hpp"
 
 using namespace attend;
@@ -35,6 +36,16 @@ TEST_CASE("the quick experiment writes well-formed figures, results and report")
     for (const auto& b : saved["models"][m]["buckets"]) CHECK(b["sentences"].get<int>() == 6);
   }
   CHECK(saved["cost"].size() == 2 * 3 * 3);  // additive and none over m, t in {5, 10, 20}
+
+  // The three trained models, as model directories that attend translate and attend serve load.
+  for (const auto& [m, kind] : {std::pair{"none", AttentionKind::None}, std::pair{"additive", AttentionKind::Additive},
+                                std::pair{"dot", AttentionKind::Dot}}) {
+    CAPTURE(m);
+    const LoadedModel loaded = load_model_dir((fs::path(o.out_dir) / "models" / m).string());
+    CHECK(loaded.config.attention == kind);
+    CHECK(loaded.source_vocab.size() > 4);
+  }
+  CHECK_FALSE(fs::exists(fs::path(o.out_dir) / "models" / "model.safetensors"));
 
   testing::XmlSummary bleu = testing::check_xml(text("bleu_vs_length.svg"));
   INFO(bleu.error);
