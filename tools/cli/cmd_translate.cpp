@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <exception>
 #include <functional>
 #include <span>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -106,10 +108,38 @@ std::vector<Group> memory_groups(std::span<Seq2Seq* const> ensemble, const std::
 
 }  // namespace
 
-std::vector<std::vector<TextTranslation>> translate_lines(std::vector<LoadedModel>& models,
+namespace {
+
+// Runs job(k, w) for each k in [begin, end) at once, job k on worker w = k - begin
+// (the caller's thread is worker 0), and rethrows the first error once all end.
+void run_at_once(std::size_t begin, std::size_t end, const std::function<void(std::size_t, std::size_t)>& job) {
+  std::vector<std::exception_ptr> errors(end - begin);
+  std::vector<std::thread> threads;
+  for (std::size_t k = begin + 1; k < end; ++k)
+    threads.emplace_back([&, k] {
+      try {
+        job(k, k - begin);
+      } catch (...) {
+        errors[k - begin] = std::current_exception();
+      }
+    });
+  try {
+    job(begin, 0);
+  } catch (...) {
+    errors[0] = std::current_exception();
+  }
+  for (std::thread& t : threads) t.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+}  // namespace
+
+std::vector<std::vector<TextTranslation>> translate_lines(std::span<std::vector<LoadedModel>> replicas,
                                                           const std::vector<std::string>& lines,
                                                           const std::vector<std::int64_t>& tokens,
                                                           const TranslateFlags& f, const DecodeOptions& options) {
+  if (replicas.empty()) fail("translate: no models to translate with");
   std::vector<std::size_t> order(lines.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return tokens[a] < tokens[b]; });
@@ -119,16 +149,44 @@ std::vector<std::vector<TextTranslation>> translate_lines(std::vector<LoadedMode
     sorted.push_back(lines[i]);
     sorted_tokens.push_back(tokens[i]);
   }
-  const std::vector<Seq2Seq*> ensemble = ensemble_of(models);
-  const LoadedModel& m = models.front();
+  std::vector<std::vector<Seq2Seq*>> ensembles;
+  for (std::vector<LoadedModel>& models : replicas) ensembles.push_back(ensemble_of(models));
+  const std::vector<Group> batches =
+      memory_groups(ensembles.front(), sorted_tokens, options, static_cast<std::size_t>(f.batch));
+  const auto batch_bytes = [&](const Group& g) {
+    return decode_memory_bytes(ensembles.front(), std::span(sorted_tokens).subspan(g.begin, g.end - g.begin), options);
+  };
   std::vector<std::vector<TextTranslation>> in_order(lines.size());
-  for (const Group& g : memory_groups(ensemble, sorted_tokens, options, static_cast<std::size_t>(f.batch))) {
-    const std::vector<std::string> batch(sorted.begin() + g.begin, sorted.begin() + g.end);
-    std::vector<std::vector<TextTranslation>> out = translate_text_n_best(
-        ensemble, batch, m.source_vocab, m.target_vocab, m.codecs, options, static_cast<std::int64_t>(batch.size()));
+  const auto translate_batch = [&](std::size_t b, std::size_t worker) {
+    const Group& g = batches[b];
+    const LoadedModel& m = replicas[worker].front();
+    const std::vector<std::string> batch(sorted.begin() + static_cast<std::ptrdiff_t>(g.begin),
+                                         sorted.begin() + static_cast<std::ptrdiff_t>(g.end));
+    std::vector<std::vector<TextTranslation>> out =
+        translate_text_n_best(ensembles[worker], batch, m.source_vocab, m.target_vocab, m.codecs, options,
+                              static_cast<std::int64_t>(batch.size()));
     for (std::size_t k = 0; k < out.size(); ++k) in_order[order[g.begin + k]] = std::move(out[k]);
+  };
+  // The batches in waves of one per copy of the models, decoded at once; a
+  // wave's batches together stay within the decoding memory limit, so that
+  // more workers never need more memory than one batch may take.
+  const std::uint64_t limit = limits::decode_memory_limit();
+  for (std::size_t b = 0; b < batches.size();) {
+    std::size_t end = b + 1;
+    for (std::uint64_t bytes = batch_bytes(batches[b]);
+         end < batches.size() && end - b < replicas.size() && bytes + batch_bytes(batches[end]) <= limit; ++end)
+      bytes += batch_bytes(batches[end]);
+    run_at_once(b, end, translate_batch);
+    b = end;
   }
   return in_order;
+}
+
+std::vector<std::vector<TextTranslation>> translate_lines(std::vector<LoadedModel>& models,
+                                                          const std::vector<std::string>& lines,
+                                                          const std::vector<std::int64_t>& tokens,
+                                                          const TranslateFlags& f, const DecodeOptions& options) {
+  return translate_lines(std::span(&models, 1), lines, tokens, f, options);
 }
 
 void check_translate_request(const std::vector<LoadedModel>& models, const TranslateFlags& f) {
@@ -145,20 +203,27 @@ void check_translate_request(const std::vector<LoadedModel>& models, const Trans
          f.explain_grad ? "--explain-grad" : f.show_attention ? "--show-attention" : "--alignments soft");
 }
 
+void for_each_translated_group(std::span<std::vector<LoadedModel>> replicas, const std::vector<std::string>& lines,
+                               const std::vector<std::int64_t>& tokens, const TranslateFlags& f,
+                               const DecodeOptions& options, const UnkDictionary& dictionary,
+                               const std::function<void(std::vector<std::vector<TextTranslation>>&)>& done) {
+  const std::vector<Seq2Seq*> ensemble = ensemble_of(replicas.front());
+  for (const Group& g : memory_groups(ensemble, tokens, options, lines.size())) {
+    const std::vector<std::string> group(lines.begin() + g.begin, lines.begin() + g.end);
+    const std::vector<std::int64_t> group_tokens(tokens.begin() + g.begin, tokens.begin() + g.end);
+    std::vector<std::vector<TextTranslation>> out = translate_lines(replicas, group, group_tokens, f, options);
+    if (f.replace_unk)
+      for (std::vector<TextTranslation>& n_best : out)
+        for (TextTranslation& t : n_best) replace_unknown_words(t, dictionary, replicas.front().front().codecs.target);
+    done(out);
+  }
+}
+
 void for_each_translated_group(std::vector<LoadedModel>& models, const std::vector<std::string>& lines,
                                const std::vector<std::int64_t>& tokens, const TranslateFlags& f,
                                const DecodeOptions& options, const UnkDictionary& dictionary,
                                const std::function<void(std::vector<std::vector<TextTranslation>>&)>& done) {
-  const std::vector<Seq2Seq*> ensemble = ensemble_of(models);
-  for (const Group& g : memory_groups(ensemble, tokens, options, lines.size())) {
-    const std::vector<std::string> group(lines.begin() + g.begin, lines.begin() + g.end);
-    const std::vector<std::int64_t> group_tokens(tokens.begin() + g.begin, tokens.begin() + g.end);
-    std::vector<std::vector<TextTranslation>> out = translate_lines(models, group, group_tokens, f, options);
-    if (f.replace_unk)
-      for (std::vector<TextTranslation>& n_best : out)
-        for (TextTranslation& t : n_best) replace_unknown_words(t, dictionary, models.front().codecs.target);
-    done(out);
-  }
+  for_each_translated_group(std::span(&models, 1), lines, tokens, f, options, dictionary, done);
 }
 
 namespace {
@@ -173,12 +238,17 @@ void run_translate(const TranslateFlags& f) {
   }
   const UnkDictionary dictionary = f.unk_dict.empty() ? UnkDictionary() : UnkDictionary::load(f.unk_dict);
   const DecodeOptions options = f.decode.options();
+  // --workers: a copy of the models for each, loaded alike (decoding keeps its
+  // state on the model, so one copy decodes one batch at a time).
+  std::vector<std::vector<LoadedModel>> replicas;
+  replicas.push_back(std::move(models));
+  for (int w = 1; w < f.workers; ++w) replicas.push_back(load_models(f));
 
   // A file is read through once first, so that a bad line (or one too long
   // to decode, checked_tokens) stops the command before anything is
   // translated, and the progress bar knows the total.
-  const std::vector<Seq2Seq*> ensemble = ensemble_of(models);
-  const TextCodec& source = models.front().codecs.source;
+  const std::vector<Seq2Seq*> ensemble = ensemble_of(replicas.front());
+  const TextCodec& source = replicas.front().front().codecs.source;
   const bool from_file = !(f.input.empty() || f.input == "-");
   std::int64_t total = 0;
   if (from_file) {
@@ -216,7 +286,7 @@ void run_translate(const TranslateFlags& f) {
     }
     // The chunk in groups of lines, in input order, whose translations (held
     // until they are written) fit in the memory limit together.
-    for_each_translated_group(models, lines, tokens, f, options, dictionary,
+    for_each_translated_group(replicas, lines, tokens, f, options, dictionary,
                               [&](std::vector<std::vector<TextTranslation>>& out) {
                                 std::string text;
                                 for (std::size_t i = 0; i < out.size(); ++i)
@@ -327,6 +397,12 @@ void add_translate_flags(CLI::App* cmd, TranslateFlags& flags) {
       ->capture_default_str();
   cmd->add_flag("--quiet", f->quiet, "No progress bar or final speed line on stderr");
   cmd->add_option("--threads", f->threads, "OpenBLAS threads")->check(check::threads());
+  cmd->add_option("--workers", f->workers,
+                  "Batches decoded at once, each by a copy of the models on a thread of its own (N copies in memory; "
+                  "the batches decoded together stay within the decoding memory limit); the output is the same. "
+                  "Use with --threads 1")
+      ->check(check::threads())
+      ->capture_default_str();
   alignments->excludes(explain);
   replace->excludes(explain);
   cmd->add_option("FILE", f->input,

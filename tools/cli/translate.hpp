@@ -38,6 +38,7 @@ struct TranslateFlags {
   bool show_attention = false, ascii = false, explain_grad = false, quiet = false;
   std::string svg_prefix;  // with explain_grad: also write PREFIX_N.svg
   int threads = 1;
+  int workers = 1;  // --workers: batches decoded at once, by copies of the models
 };
 
 // What translate prints for one input line (line_index from 0), newline
@@ -73,7 +74,15 @@ std::int64_t checked_tokens(const char* op, std::span<Seq2Seq* const> ensemble, 
 
 // Translates lines (their tokens from checked_tokens) in batches of similar
 // length (less padding) of at most f.batch lines, each batch within the memory
-// limit, and returns the n-best lists in input order.
+// limit, and returns the n-best lists in input order. With several copies of
+// the models (replicas, each an ensemble as load_models gives it; --workers)
+// the batches are decoded several at once, each by one copy on a thread of its
+// own, and those decoded together stay within the memory limit; the
+// translations are those one copy gives.
+std::vector<std::vector<TextTranslation>> translate_lines(std::span<std::vector<LoadedModel>> replicas,
+                                                          const std::vector<std::string>& lines,
+                                                          const std::vector<std::int64_t>& tokens,
+                                                          const TranslateFlags& f, const DecodeOptions& options);
 std::vector<std::vector<TextTranslation>> translate_lines(std::vector<LoadedModel>& models,
                                                           const std::vector<std::string>& lines,
                                                           const std::vector<std::int64_t>& tokens,
@@ -82,7 +91,12 @@ std::vector<std::vector<TextTranslation>> translate_lines(std::vector<LoadedMode
 // Translates lines (tokens: checked_tokens of each) in groups whose translations
 // fit in the memory limit together, in input order, <unk> replaced with
 // --replace-unk; `done` receives each group's n-best lists before the next is
-// decoded (translate writes them, the Python module checks for Ctrl-C).
+// decoded (translate writes them, the Python module checks for Ctrl-C). With
+// replicas, as translate_lines.
+void for_each_translated_group(std::span<std::vector<LoadedModel>> replicas, const std::vector<std::string>& lines,
+                               const std::vector<std::int64_t>& tokens, const TranslateFlags& f,
+                               const DecodeOptions& options, const UnkDictionary& dictionary,
+                               const std::function<void(std::vector<std::vector<TextTranslation>>&)>& done);
 void for_each_translated_group(std::vector<LoadedModel>& models, const std::vector<std::string>& lines,
                                const std::vector<std::int64_t>& tokens, const TranslateFlags& f,
                                const DecodeOptions& options, const UnkDictionary& dictionary,

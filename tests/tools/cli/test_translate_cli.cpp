@@ -363,3 +363,34 @@ TEST_CASE("a config.json promising a larger model than its weights file is refus
           .c_str(),
       Error);
 }
+
+TEST_CASE("--workers N decodes batches at once on copies of the models and prints what one worker prints") {
+  const Scratch scratch("attend-test-translate-workers");
+  const std::string dir = scratch.dir.string();
+  write_model(dir + "/m", AttentionKind::Additive);
+  // 200 lines of many lengths: with --batch 3, dozens of batches of different sizes.
+  const std::vector<std::string> pieces = lines_of(kSources);
+  std::string input;
+  for (int i = 0; i < 200; ++i) {
+    input += pieces[static_cast<std::size_t>(i) % pieces.size()];
+    for (int k = 0; k < i % 7; ++k) input += " the cat";
+    input += "\n";
+  }
+  write_file_atomic(dir + "/in.txt", input);
+  for (const std::vector<std::string>& extra :
+       {std::vector<std::string>{}, {"--beam", "3", "--n-best", "2"}, {"--alignments", "hard"},
+        {"--model", dir + "/m"}}) {  // the last: an ensemble of the model with itself
+    CAPTURE(fmt::format("{}", fmt::join(extra, " ")));
+    std::vector<std::string> args = {"--model", dir + "/m", "--batch", "3", "--quiet", dir + "/in.txt"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const std::string one = run_translate(args);
+    CHECK(lines_of(one).size() >= 200);
+    for (const char* workers : {"2", "4"}) {
+      std::vector<std::string> more = args;
+      more.insert(more.end(), {"--workers", workers});
+      CHECK(run_translate(more) == one);
+    }
+  }
+  CHECK_THROWS_AS(run_translate({"--model", dir + "/m", "--workers", "0", dir + "/in.txt"}), CLI::ParseError);
+  CHECK_THROWS_AS(run_translate({"--model", dir + "/m", "--workers", "x", dir + "/in.txt"}), CLI::ParseError);
+}
