@@ -97,20 +97,21 @@ class Translator {
                    "ask Translator.explain_grad() or translate(..., details=True) instead");
     options_ = flags_.decode.options();
     py::gil_scoped_release release;  // loading a large model takes a while
-    models_ = tools::load_models(flags_);
-    tools::check_translate_request(models_, flags_);
+    replicas_.push_back(tools::load_models(flags_));
+    tools::check_translate_request(models(), flags_);
+    for (int w = 1; w < flags_.workers; ++w) replicas_.push_back(tools::load_models(flags_));  // workers=N
     if (flags_.replace_unk && !flags_.unk_dict.empty()) dictionary_ = attend::UnkDictionary::load(flags_.unk_dict);
   }
 
   // The n-best lists (one translation each without n-best), in input order.
   std::vector<std::vector<attend::TextTranslation>> translate(const std::vector<std::string>& lines) {
     std::vector<attend::Seq2Seq*> ensemble;
-    for (attend::LoadedModel& m : models_) ensemble.push_back(m.model.get());
+    for (attend::LoadedModel& m : models()) ensemble.push_back(m.model.get());
     std::vector<std::int64_t> tokens;
     for (std::size_t i = 0; i < lines.size(); ++i) {  // every sentence checked before any is translated
       if (lines[i].find_first_of("\r\n") != std::string::npos)
         attend::fail("translate: sentence {} holds a line break; give one sentence per list item", i + 1);
-      tokens.push_back(tools::checked_tokens("translate", ensemble, models_.front().codecs.source, lines[i],
+      tokens.push_back(tools::checked_tokens("translate", ensemble, models().front().codecs.source, lines[i],
                                              fmt::format("sentence {}", i + 1), options_));
     }
     std::vector<std::vector<attend::TextTranslation>> all;
@@ -124,7 +125,7 @@ class Translator {
         const std::size_t end = std::min(lines.size(), begin + kChunkLines);
         const std::vector<std::string> chunk(lines.begin() + begin, lines.begin() + end);
         const std::vector<std::int64_t> chunk_tokens(tokens.begin() + begin, tokens.begin() + end);
-        tools::for_each_translated_group(models_, chunk, chunk_tokens, flags_, options_, dictionary_,
+        tools::for_each_translated_group(replicas_, chunk, chunk_tokens, flags_, options_, dictionary_,
                                          [&](std::vector<std::vector<attend::TextTranslation>>& out) {
                                            for (auto& n_best : out) all.push_back(std::move(n_best));
                                          });
@@ -136,8 +137,9 @@ class Translator {
 
   // translate --explain-grad's numbers for one pair, as a dict.
   py::dict explain_grad(const std::string& source, const std::optional<std::string>& reference) {
-    if (models_.size() > 1) attend::fail("explain_grad: it explains one model; this Translator has {}", models_.size());
-    attend::LoadedModel& m = models_.front();
+    if (models().size() > 1)
+      attend::fail("explain_grad: it explains one model; this Translator has {}", models().size());
+    attend::LoadedModel& m = models().front();
     if (m.config.attention == attend::AttentionKind::None)
       attend::fail("explain_grad: it needs a model with attention; {} has none", flags_.models.front());
     if (source.find_first_not_of(" \t") == std::string::npos) attend::fail("explain_grad: the source is empty");
@@ -173,7 +175,9 @@ class Translator {
  private:
   tools::TranslateFlags flags_;
   attend::DecodeOptions options_;
-  std::vector<attend::LoadedModel> models_;
+  // The models (an ensemble), and with workers=N N - 1 more copies of them.
+  std::vector<std::vector<attend::LoadedModel>> replicas_;
+  std::vector<attend::LoadedModel>& models() { return replicas_.front(); }
   attend::UnkDictionary dictionary_;
 };
 

@@ -36,6 +36,21 @@ def test_translate_matches_the_command(model):
     assert attend.Translator(model, beam=3).translate(SENTENCES) == cli.stdout.splitlines()
 
 
+def test_workers_translate_as_one_worker(model):
+    # Many batches (batch=2), decoded two and three at once by copies of the model.
+    lines = [SENTENCES[i % 3] + " the cat" * (i % 5) for i in range(60)]
+    def texts(workers):
+        out = attend.Translator(model, batch=2, beam=2, n_best=2, workers=workers).translate(lines)
+        return [[(t.text, t.log_prob) for t in n_best] for n_best in out]
+
+    one = texts(1)
+    assert len(one) == 60 and all(len(n_best) == 2 for n_best in one)
+    for workers in (2, 3):
+        assert texts(workers) == one
+    with pytest.raises(attend.Error, match="workers"):
+        attend.Translator(model, workers=0)
+
+
 def test_details_give_attention_and_alignment(model):
     t = attend.Translator(model).translate(SENTENCES, details=True)[0]
     assert isinstance(t, attend.Translation)
