@@ -48,8 +48,5 @@ run toy-memory bench/toy_memory.sh
 run m-train-tutorial ROUNDS=3 bench/compare_seq2seq.sh "${M[@]}" --threads 1 --steps 3 --warmup 5
 run s-train-2-threads ROUNDS=3 ATTEND_STEPS=140 bench/compare_seq2seq.sh "${S[@]}" --threads 2 --steps 20
 run s-decode-2-threads ROUNDS=3 bench/compare_decode.sh "${S[@]}" --threads 2 --decode-runs 20
-command="bench/goals.sh"
-[[ -z ${LOGS:-} ]] || command="LOGS=$LOGS $command"
-[[ -z ${RESULTS:-} ]] || command="RESULTS=$RESULTS $command"
-file="$(write_results "$results" "$logs" "$command")"
+file="$(write_results "$results" "$logs" "$(command_line bench/goals.sh LOGS RESULTS)")"
 printf '\nresults: %s\n' "$file"

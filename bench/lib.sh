@@ -34,6 +34,17 @@ median() { summary | awk '{print $1}'; }
 # ratio A B: A / B to two decimals.
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 
+# command_line SCRIPT VAR...: the command that reran this run: SCRIPT behind the
+# settings among VAR... that are set, as `N=200 ROUNDS=1 bench/NAME.sh`.
+command_line() {
+  local command="$1" v
+  shift
+  for v in "$@"; do
+    [[ -z ${!v:-} ]] || command="$v=${!v} $command"
+  done
+  echo "$command"
+}
+
 # one_cpu FLAGS...: sets the array `pin` to the prefix that runs one side of a
 # comparison on one vCPU, the same for both sides: `taskset -c N` when FLAGS
 # ask for --threads 1 (or say nothing of threads), nothing with more threads.

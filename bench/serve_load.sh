@@ -88,9 +88,5 @@ for mode in alone coalesce; do
   server_pid=""
 done
 
-command="bench/serve_load.sh"
-for v in N STEPS MODEL CLIENTS THREADS RESULTS; do
-  [[ -z ${!v:-} ]] || command="$v=${!v} $command"
-done
-file="$(write_results "$results" "$logs" "$command" serve)"
+file="$(write_results "$results" "$logs" "$(command_line bench/serve_load.sh N STEPS MODEL CLIENTS THREADS RESULTS)" serve)"
 printf '\nresults: %s\n' "$file"

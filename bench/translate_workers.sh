@@ -63,9 +63,5 @@ report() {
 }
 report | tee "$logs/01-workers.log"
 printf '01-workers\t%s\n' "attend translate --workers 1 and --workers $workers, alternating" >>"$logs/commands.tsv"
-command="bench/translate_workers.sh"
-for v in N STEPS MODEL ROUNDS WORKERS RESULTS; do
-  [[ -z ${!v:-} ]] || command="$v=${!v} $command"
-done
-file="$(write_results "$results" "$logs" "$command" workers)"
+file="$(write_results "$results" "$logs" "$(command_line bench/translate_workers.sh N STEPS MODEL ROUNDS WORKERS RESULTS)" workers)"
 printf '\nresults: %s\n' "$file"

@@ -153,9 +153,11 @@ std::vector<std::vector<TextTranslation>> translate_lines(std::span<std::vector<
   for (std::vector<LoadedModel>& models : replicas) ensembles.push_back(ensemble_of(models));
   const std::vector<Group> batches =
       memory_groups(ensembles.front(), sorted_tokens, options, static_cast<std::size_t>(f.batch));
-  const auto batch_bytes = [&](const Group& g) {
-    return decode_memory_bytes(ensembles.front(), std::span(sorted_tokens).subspan(g.begin, g.end - g.begin), options);
-  };
+  std::vector<std::uint64_t> bytes(batches.size());  // each batch's decoding memory
+  for (std::size_t b = 0; b < batches.size(); ++b)
+    bytes[b] = decode_memory_bytes(ensembles.front(),
+                                   std::span(sorted_tokens).subspan(batches[b].begin, batches[b].end - batches[b].begin),
+                                   options);
   std::vector<std::vector<TextTranslation>> in_order(lines.size());
   const auto translate_batch = [&](std::size_t b, std::size_t worker) {
     const Group& g = batches[b];
@@ -173,9 +175,9 @@ std::vector<std::vector<TextTranslation>> translate_lines(std::span<std::vector<
   const std::uint64_t limit = limits::decode_memory_limit();
   for (std::size_t b = 0; b < batches.size();) {
     std::size_t end = b + 1;
-    for (std::uint64_t bytes = batch_bytes(batches[b]);
-         end < batches.size() && end - b < replicas.size() && bytes + batch_bytes(batches[end]) <= limit; ++end)
-      bytes += batch_bytes(batches[end]);
+    for (std::uint64_t wave = bytes[b]; end < batches.size() && end - b < replicas.size() && wave + bytes[end] <= limit;
+         ++end)
+      wave += bytes[end];
     run_at_once(b, end, translate_batch);
     b = end;
   }
