@@ -6,10 +6,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <exception>
 #include <functional>
 #include <span>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -26,6 +24,7 @@
 #include "tools/cli/line_reader.hpp"
 #include "tools/cli/terminal.hpp"
 #include "tools/cli/translate.hpp"
+#include "tools/cli/work_queue.hpp"
 
 namespace attend::tools {
 
@@ -108,32 +107,6 @@ std::vector<Group> memory_groups(std::span<Seq2Seq* const> ensemble, const std::
 
 }  // namespace
 
-namespace {
-
-// Runs job(k, w) for each k in [begin, end) at once, job k on worker w = k - begin
-// (the caller's thread is worker 0), and rethrows the first error once all end.
-void run_at_once(std::size_t begin, std::size_t end, const std::function<void(std::size_t, std::size_t)>& job) {
-  std::vector<std::exception_ptr> errors(end - begin);
-  std::vector<std::thread> threads;
-  for (std::size_t k = begin + 1; k < end; ++k)
-    threads.emplace_back([&, k] {
-      try {
-        job(k, k - begin);
-      } catch (...) {
-        errors[k - begin] = std::current_exception();
-      }
-    });
-  try {
-    job(begin, 0);
-  } catch (...) {
-    errors[0] = std::current_exception();
-  }
-  for (std::thread& t : threads) t.join();
-  for (const std::exception_ptr& e : errors)
-    if (e) std::rethrow_exception(e);
-}
-
-}  // namespace
 
 std::vector<std::vector<TextTranslation>> translate_lines(std::span<std::vector<LoadedModel>> replicas,
                                                           const std::vector<std::string>& lines,
@@ -169,18 +142,13 @@ std::vector<std::vector<TextTranslation>> translate_lines(std::span<std::vector<
                               static_cast<std::int64_t>(batch.size()));
     for (std::size_t k = 0; k < out.size(); ++k) in_order[order[g.begin + k]] = std::move(out[k]);
   };
-  // The batches in waves of one per copy of the models, decoded at once; a
-  // wave's batches together stay within the decoding memory limit, so that
-  // more workers never need more memory than one batch may take.
-  const std::uint64_t limit = limits::decode_memory_limit();
-  for (std::size_t b = 0; b < batches.size();) {
-    std::size_t end = b + 1;
-    for (std::uint64_t wave = bytes[b]; end < batches.size() && end - b < replicas.size() && wave + bytes[end] <= limit;
-         ++end)
-      wave += bytes[end];
-    run_at_once(b, end, translate_batch);
-    b = end;
-  }
+  // Each worker (a copy of the models) takes the next batch as soon as it is
+  // free, the longest first so that the last to finish are short ones; the
+  // batches decoded at once stay within the decoding memory limit together,
+  // so that more workers never need more memory than one batch may take.
+  std::vector<std::size_t> longest_first(batches.size());
+  for (std::size_t b = 0; b < batches.size(); ++b) longest_first[b] = batches.size() - 1 - b;
+  run_within_memory(longest_first, bytes, replicas.size(), limits::decode_memory_limit(), translate_batch);
   return in_order;
 }
 
@@ -244,7 +212,8 @@ void run_translate(const TranslateFlags& f) {
   // state on the model, so one copy decodes one batch at a time).
   std::vector<std::vector<LoadedModel>> replicas;
   replicas.push_back(std::move(models));
-  for (int w = 1; w < f.workers; ++w) replicas.push_back(load_models(f));
+  replicas.resize(static_cast<std::size_t>(f.workers));
+  run_at_once(replicas.size() - 1, [&](std::size_t k, std::size_t) { replicas[k + 1] = load_models(f); });
 
   // A file is read through once first, so that a bad line (or one too long
   // to decode, checked_tokens) stops the command before anything is
