@@ -7,12 +7,14 @@
 attend_bin="${ATTEND:-build/release/tools/attend}"
 python="${TORCH_PYTHON:-/usr/bin/python3}"
 
-# The two model sizes every comparison uses, as `attend bench` flags. S is a
-# small model whose step is many small products (batch 16) and the attention's
+# The model sizes the comparisons use, as `attend bench` flags. S is a small
+# model whose step is many small products (batch 16) and the attention's
 # elementwise work; M a mid-sized one whose step is mostly large products and
-# whose output projection (vocabulary 8000) dominates decoding.
+# whose output projection (vocabulary 8000) dominates decoding; L a larger one,
+# whose products are large enough to run near the core's peak.
 S=(--embed 32 --hidden 64 --batch 16 --src-len 20 --tgt-len 20 --vocab 1000 --attention additive)
 M=(--embed 128 --hidden 256 --batch 64 --src-len 30 --tgt-len 30 --vocab 8000 --attention additive)
+L=(--embed 256 --hidden 512 --batch 64 --src-len 50 --tgt-len 50 --vocab 16000 --attention additive)
 
 # flag_value NAME FLAGS...: the value that follows NAME in FLAGS (empty if none).
 flag_value() {
