@@ -18,6 +18,7 @@
 // eval's time-major loop, as a user would write it, so that the autograd
 // engine records ~50 tiny ops a step; and `by_hand`, the derivative written
 // out, which records nothing. bench/gradbench_lstm.cpp times both.
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -44,7 +45,9 @@ inline LstmInputs make_lstm_inputs(const std::string& text, int layers, int char
   in.chars = chars;
   unsigned largest = 1;
   for (int t = 0; t < chars; ++t) largest = std::max<unsigned>(largest, static_cast<unsigned char>(text[t]));
-  in.bits = static_cast<int>(std::ceil(std::log2(static_cast<double>(largest))));
+  // The bits the largest code needs (the generator's ceil(log2(code)), which
+  // falls one short when the code is a power of two).
+  in.bits = std::bit_width(largest);
   for (int t = 0; t < chars; ++t)
     for (int k = in.bits - 1; k >= 0; --k)
       in.sequence.push_back((static_cast<unsigned char>(text[t]) >> k) & 1u);
