@@ -61,7 +61,7 @@ void deallocate(void* block, std::size_t bytes) noexcept {
   if (block == nullptr) return;
   if (!pooled(bytes)) return ::operator delete(block);
   const std::size_t c = class_of(bytes);
-  if (lists.count[c] >= kMaxPerClass) return ::operator delete(block);
+  if (lists.count[c] >= max_blocks(bytes)) return ::operator delete(block);
   auto* free_block = static_cast<FreeBlock*>(block);
   free_block->next = lists.head[c];
   lists.head[c] = free_block;

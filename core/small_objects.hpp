@@ -10,10 +10,14 @@
 // config S shows). The lists here keep what a step frees for the next step's forward.
 //
 // Blocks come in classes of 16 bytes up to kMaxBytes; larger requests go to
-// operator new. Each list holds at most kMaxPerClass blocks, so that a thread
-// that frees what another made (a batch built on a loader thread) does not
-// hoard them. Under AddressSanitizer the lists are off, so that it sees every
-// use after free.
+// operator new. Each list holds at most kMaxBytesPerClass bytes of blocks
+// (max_blocks), so that a thread that frees what another made (a batch built
+// on a loader thread) does not hoard them. The bound is in bytes, not blocks:
+// an unbatched recurrence (bench/gradbench_lstm.sh) records tens of thousands
+// of tiny ops per backward, all live at once, and a list shorter than that
+// sent the rest through malloc's bins again. What a list keeps was live at
+// once, so keeping it adds nothing to the step's peak. Under AddressSanitizer
+// the lists are off, so that it sees every use after free.
 #include <cstddef>
 #include <memory>
 #include <utility>
@@ -22,7 +26,12 @@ namespace attend::small_objects {
 
 inline constexpr std::size_t kGrain = 16;      // class sizes are multiples of this
 inline constexpr std::size_t kMaxBytes = 512;  // above this, operator new directly
-inline constexpr std::size_t kMaxPerClass = 4096;
+inline constexpr std::size_t kMaxBytesPerClass = std::size_t{16} << 20;
+
+// The most blocks the list of `bytes`' class keeps (kMaxBytesPerClass of them).
+constexpr std::size_t max_blocks(std::size_t bytes) {
+  return kMaxBytesPerClass / ((bytes == 0 ? 1 : (bytes + kGrain - 1) / kGrain) * kGrain);
+}
 
 // A block of at least `bytes`, aligned for any standard type (16 bytes).
 void* allocate(std::size_t bytes);

@@ -52,8 +52,10 @@ TEST_CASE("small objects: a freed block comes back for a request of its class, a
   small_objects::deallocate(nullptr, 16);  // does nothing
 }
 
-TEST_CASE("small objects: a thread that frees what another made keeps at most kMaxPerClass blocks of a class") {
-  constexpr std::size_t kBytes = 48, kCount = small_objects::kMaxPerClass + 500;
+TEST_CASE("small objects: a thread that frees what another made keeps at most kMaxBytesPerClass of a class") {
+  constexpr std::size_t kBytes = 48, kCount = small_objects::max_blocks(kBytes) + 500;
+  static_assert(small_objects::max_blocks(kBytes) == (std::size_t{16} << 20) / 48);
+  static_assert(small_objects::max_blocks(40) == small_objects::max_blocks(48));  // one class
   std::vector<void*> made(kCount);
   std::thread maker([&] {
     for (void*& p : made) p = small_objects::allocate(kBytes);
@@ -66,7 +68,7 @@ TEST_CASE("small objects: a thread that frees what another made keeps at most kM
   });
   freer.join();
   if (small_objects::pooling())
-    CHECK(held == small_objects::kMaxPerClass);  // the other 500 went back to operator delete
+    CHECK(held == small_objects::max_blocks(kBytes));  // the other 500 went back to operator delete
   else
     CHECK(held == 0);
 }
