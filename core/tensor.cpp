@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/detail/add_shape_error.hpp"
 #include "core/random.hpp"
 #include "core/small_objects.hpp"
 
@@ -122,7 +123,8 @@ Tensor& Tensor::copy_(const Tensor& src) {
 
 Tensor& Tensor::add_(const Tensor& other, double alpha) {
   check_same_dtype("add_", *this, other);
-  if (!(other.shape() == shape())) fail("add_: shapes differ: {} += {}", shape(), other.shape());
+  if (!(other.shape() == shape()))
+    throw detail::AddShapeError(fmt::format("add_: shapes differ: {} += {}", shape(), other.shape()), *this);
   dispatch(dtype(), [&](auto zero) {
     using T = decltype(zero);
     T* p = data<T>();

@@ -7,6 +7,9 @@
 #                        then each fuzz target for FUZZ_SECONDS (20) s,
 #                        nproc at a time (preset fuzz)
 #   tools/run.sh bench   build the release preset and run the benchmarks in bench/
+#   tools/run.sh explain [ARGS...]
+#                        the learner's door: install only what the attend program
+#                        needs, build only it, run `attend explain ARGS...` (no training)
 #
 # Builds go to build/release, build/sanitize and build/fuzz (CMakePresets.json) and are
 # incremental. Safe without a terminal (CI): it never reads stdin or prompts.
@@ -24,6 +27,11 @@ PACKAGES=(cmake g++ make libopenblas-dev doctest-dev libfmt-dev libcli11-dev nlo
   pybind11-dev python3-dev python3-numpy python3-pytest python3-matplotlib  # the Python module, its tests and example
   chromium chromium-driver python3-selenium  # the explorer page's real-browser test
   python3-torch)                     # the PyTorch reference checks (tests/reference/, python/tests/test_torch.py)
+
+# What the attend program alone needs (`tools/run.sh explain`): configuring the
+# release preset requires these; MPI and the Python module are optional there.
+EXPLAIN_PACKAGES=(cmake g++ make libopenblas-dev doctest-dev libfmt-dev libcli11-dev nlohmann-json3-dev
+  libsentencepiece-dev libcpp-httplib-dev)
 
 # The fuzz targets (build/fuzz/tests/fuzz/fuzz_NAME) as NAME:MAX_LEN, from their one
 # list, tests/fuzz/targets.txt (NAME MAX_LEN a line; MAX_LEN is libFuzzer's -max_len).
@@ -43,10 +51,10 @@ die() {
   exit 1
 }
 
-# The names in PACKAGES that dpkg does not list as installed, one a line.
+# The names given that dpkg does not list as installed, one a line.
 missing_packages() {
   local package status
-  for package in "${PACKAGES[@]}"; do
+  for package in "$@"; do
     status="$(dpkg-query -W -f='${db:Status-Status}' "$package" 2>/dev/null || true)"
     if [[ "$status" != installed ]]; then
       echo "$package"
@@ -54,14 +62,14 @@ missing_packages() {
   done
 }
 
-# Installs the missing packages; apt-get runs only when something is missing.
+# Installs the missing packages of those given; apt-get runs only when something is missing.
 install_packages() {
   if ! command -v dpkg-query >/dev/null; then
-    say "not a Debian system (no dpkg-query): make sure the equivalents of these are installed: ${PACKAGES[*]}"
+    say "not a Debian system (no dpkg-query): make sure the equivalents of these are installed: $*"
     return
   fi
   local missing
-  mapfile -t missing < <(missing_packages)
+  mapfile -t missing < <(missing_packages "$@")
   if [[ ${#missing[@]} -eq 0 ]]; then
     return
   fi
@@ -154,6 +162,18 @@ run_fuzzers() {
   rm -rf "$scratch"
 }
 
+# Configures the release preset and builds the attend program alone (not the
+# tests, benchmarks or Python module), then runs `attend explain` with the
+# arguments given: `tools/run.sh explain --lstm`.
+cmd_explain() {
+  say "cmake --preset release"
+  cmake --preset release </dev/null
+  say "cmake --build --preset release --target attend_cli"
+  cmake --build --preset release --target attend_cli -j"$JOBS" </dev/null
+  say "build/release/tools/attend explain $*"
+  build/release/tools/attend explain "$@" </dev/null
+}
+
 # Every bench/<name>.cpp is built as build/release/bench/bench_<name>.
 cmd_bench() {
   workflow release-build
@@ -167,20 +187,27 @@ cmd_bench() {
 }
 
 usage() {
-  sed -n '2,12s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+  sed -n '2,15s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
   exit 2
 }
 
 main() {
-  if [[ $# -ne 1 ]]; then usage; fi
-  case "$1" in
-    demo | test | bench) ;;
+  if [[ $# -lt 1 ]]; then usage; fi
+  local command="$1"
+  shift
+  case "$command" in
+    demo | test | bench) if [[ $# -ne 0 ]]; then usage; fi ;;
+    explain) ;;  # the rest goes to `attend explain`
     *) usage ;;
   esac
   cd "$(dirname "${BASH_SOURCE[0]}")/.."  # the repository root
   # Not `install_packages && ...`: bash ignores set -e inside a function called so.
-  install_packages
-  "cmd_$1"
+  if [[ "$command" == explain ]]; then
+    install_packages "${EXPLAIN_PACKAGES[@]}"
+  else
+    install_packages "${PACKAGES[@]}"
+  fi
+  "cmd_$command" "$@"
 }
 
 main "$@"

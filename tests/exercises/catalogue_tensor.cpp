@@ -105,8 +105,10 @@ Exercise additive_attention_exercise(Generator& gen) {
       "additive_attention_backward",
       {"h is used twice, as the values (in c) and through the keys (in the scores): its gradient is the sum of both "
        "paths. Go back line by line: c, then the softmax, then the score, then the key projection",
-       "dα_j = dc · h_j; de = the softmax's backward of dα; du_j = de_j v ⊙ (1 − t_j²); then dq = Σ_j du_j, "
-       "dv = Σ de_j t_j, dW_k = Σ du_j h_jᵀ, and dh_j = (the values' share) + (the keys' share)",
+       "in this order: dα (B, S), one dot product per position j; de (B, S), exercise 3's softmax backward "
+       "applied to dα; du (B, S, A), back through e_j = v · t_j and the tanh; then the inputs: dq (B, A) and dv (A) "
+       "are sums over the positions that shared them, dW_k (A, Hk) a sum of outer products over b and j, and dh_j "
+       "(B, S, Hk) two terms added, one from the values and one from the keys",
        "dα_j = dc · h_j;  de = α (dα − Σ_k α_k dα_k);  du_j = de_j v (1 − t_j²);  dq += Σ_j du_j;  dv += Σ de_j t_j;  "
        "dW_k += Σ_{b,j} du_j h_jᵀ;  dh_j += α_j dc + W_kᵀ du_j"},
       {"h", "W_k", "v", "q"},

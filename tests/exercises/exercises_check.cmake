@@ -1,7 +1,8 @@
-# Runs the grader built with wrong.cpp (GRADER) to check two of its promises:
-# each new failure of an exercise shows one more hint, up to the formula, and
-# the printed seed draws the same inputs again. Works in SCRATCH, removed after,
-# pass or fail.
+# Runs the grader built with wrong.cpp (GRADER) and with stubs.cpp (STUBS) to
+# check its promises: each new failure of an exercise shows one more hint, up
+# to the formula; a stub (nothing written) uses up no hint; the attempts file is
+# written as every output of attend (a link stays a link); the printed seed
+# draws the same inputs again. Works in SCRATCH, removed after, pass or fail.
 function(die text)
   file(REMOVE_RECURSE ${SCRATCH})
   message(FATAL_ERROR "${text}")
@@ -48,6 +49,38 @@ expect_not("${other}" "hint 2 of 3" "another exercise")
 # --hint asks for a stage directly.
 grade(asked --only dot_attention_backward --seed 5 --hint 3)
 expect("${asked}" "hint 3 of 3 \\(the formula\\)" "--hint 3")
+
+# Grading all nine while most are still stubs uses up no hint: "nothing was
+# written" is not an attempt, so the first real failure of each shows hint 1.
+set(fresh_attempts ${SCRATCH}/stubs_first.txt)
+execute_process(COMMAND ${STUBS} --seed 5 --attempts ${fresh_attempts} OUTPUT_VARIABLE stubbed RESULT_VARIABLE rc)
+if(NOT rc EQUAL 1)
+  die("expected exit 1 from the stubs, got ${rc}:\n${stubbed}")
+endif()
+expect("${stubbed}" "nothing was written" "the stubs")
+grade(after_stubs --seed 5 --attempts ${fresh_attempts})
+expect("${after_stubs}" "hint 1 of 3" "the first real failures after the stubs")
+expect_not("${after_stubs}" "hint 2 of 3" "the first real failures after the stubs")
+
+# --attempts through a symbolic link: the link stays a link, its target gets the counts.
+set(target ${SCRATCH}/target.txt)
+set(link ${SCRATCH}/link.txt)
+file(WRITE ${target} "softmax_backward 1\n")
+file(CREATE_LINK ${target} ${link} SYMBOLIC RESULT linked)
+if(NOT linked EQUAL 0)
+  die("could not make a symbolic link in ${SCRATCH}: ${linked}")
+endif()
+grade(through_link --only softmax_backward --seed 5 --attempts ${link})
+expect("${through_link}" "hint 2 of 3" "the count read through the link")
+if(NOT IS_SYMLINK ${link})
+  die("--attempts ${link}: the link was replaced by a file")
+endif()
+file(READ ${target} counted)
+expect("${counted}" "softmax_backward 2\n" "the link's target")
+file(GLOB leftovers ${SCRATCH}/*.tmp*)
+if(leftovers)
+  die("temporary files left behind: ${leftovers}")
+endif()
 
 # A seed draws the same inputs again (the same report, number for number); another seed does not.
 grade(a --only additive_attention_backward --seed 11)

@@ -21,7 +21,6 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
-#include <filesystem>
 #include <fstream>
 #include <map>
 #include <random>
@@ -31,10 +30,15 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/io/file_io.hpp"
 #include "tests/exercises/grader.hpp"
 
 namespace attend::exercises::grader {
 namespace {
+
+// What grading one exercise found. A stub (nothing was written) is not an
+// attempt: it must not use up the hints of an exercise not yet begun.
+enum class Result { pass, fail, nothing_written };
 
 const char* const kStageNames[3] = {"the idea", "the shape of the formula", "the formula"};
 
@@ -57,8 +61,8 @@ bool wrote_nothing(const Attempt& at) {
   return true;
 }
 
-// Reports the first wrong input of a failed gradcheck.
-void report_wrong(int number, const Exercise& e, const Check& c, const GradcheckReport& r, int stage) {
+// Reports the first wrong input of a failed gradcheck: fail, or nothing_written.
+Result report_wrong(int number, const Exercise& e, const Check& c, const GradcheckReport& r, int stage) {
   const Attempt& at = *c.attempt;
   for (const InputReport& in : r.inputs) {
     if (in.passed) continue;
@@ -80,7 +84,7 @@ void report_wrong(int number, const Exercise& e, const Check& c, const Gradcheck
                 c.label.c_str(), in.name.c_str(), where.c_str(), yours, shown.numeric);
     if (wrote_nothing(at)) {
       std::printf("     nothing was written: write %s in tests/exercises/answers.cpp\n", e.name);
-      return;
+      return Result::nothing_written;
     }
     if (assigned) {
       bool right = true;  // at every failing element listed
@@ -90,20 +94,22 @@ void report_wrong(int number, const Exercise& e, const Check& c, const Gradcheck
                   "grader's random seed), which that erased; add to it (d%s += ...)\n",
                   right ? "the values are right but" : "the values are wrong, and", in.name.c_str(),
                   in.name.c_str(), in.name.c_str());
-      if (right) return;
+      if (right) return Result::fail;
     }
     print_hints(e, stage);
-    return;
+    return Result::fail;
   }
   // Every input's gradient right, and yet an op inside fn does not add into its inputs' slots.
   std::printf("FAIL %d. %s%s: %s\n", number, e.name, c.label.c_str(), r.first_wrong_node_summary().c_str());
+  return Result::fail;
 }
 
-bool grade(int number, const Exercise& e, std::uint64_t seed, int stage) {
-  auto fail_with = [&](const Verdict& v) {
+Result grade(int number, const Exercise& e, std::uint64_t seed, int stage) {
+  auto fail_with = [&](const Verdict& v) {  // give_hint is false only when nothing was written
     std::printf("FAIL %d. %s: %s\n", number, e.name, v.what.c_str());
-    if (v.give_hint) print_hints(e, stage);
-    return false;
+    if (!v.give_hint) return Result::nothing_written;
+    print_hints(e, stage);
+    return Result::fail;
   };
   // before and after run the learner's code outside gradcheck.
   auto verdict = [](const std::function<Verdict()>& check) {
@@ -130,15 +136,12 @@ bool grade(int number, const Exercise& e, std::uint64_t seed, int stage) {
       std::printf("FAIL %d. %s%s: %s\n", number, e.name, c.label.c_str(),
                   c.attempt->error.empty() ? err.what() : c.attempt->error.c_str());
       print_hints(e, stage);
-      return false;
+      return Result::fail;
     } catch (const std::exception& err) {  // std::vector::at and the like, in an answer
       std::printf("FAIL %d. %s%s: your backward threw: %s\n", number, e.name, c.label.c_str(), err.what());
-      return false;
+      return Result::fail;
     }
-    if (!r.passed) {
-      report_wrong(number, e, c, r, stage);
-      return false;
-    }
+    if (!r.passed) return report_wrong(number, e, c, r, stage);
   }
   std::string note;
   if (e.after) {
@@ -147,7 +150,7 @@ bool grade(int number, const Exercise& e, std::uint64_t seed, int stage) {
     note = v.what;
   }
   std::printf("pass %d. %s%s%s\n", number, e.name, note.empty() ? "" : ": ", note.c_str());
-  return true;
+  return Result::pass;
 }
 
 // The failures so far of each exercise, one "name count" a line.
@@ -160,23 +163,18 @@ std::map<std::string, int> read_attempts(const std::string& path) {
   return counts;
 }
 
-// Complete or absent: written beside and renamed over, except a special file
-// (a FIFO, /dev/stdout), which is written through. A failure costs only the count.
+// Complete or absent, by attend's own writer (core/io/file_io.hpp): a file is
+// replaced atomically, a link's target is replaced and the link stays, a
+// special file (a FIFO, /dev/stdout) is written through. A failure costs only
+// the count.
 void write_attempts(const std::string& path, const std::map<std::string, int>& counts) {
-  std::error_code ec;
-  const bool special = std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec);
-  const std::string target = special ? path : path + ".tmp";
-  {
-    std::ofstream out(target, std::ios::trunc);
-    for (const auto& [name, count] : counts) out << name << ' ' << count << '\n';
-    if (!out.flush()) {
-      std::fprintf(stderr, "exercises: could not write %s; the hints will not advance\n", target.c_str());
-      return;
-    }
+  std::string text;
+  for (const auto& [name, count] : counts) text += fmt::format("{} {}\n", name, count);
+  try {
+    attend::write_file_atomic(path, text);
+  } catch (const attend::Error& err) {
+    std::fprintf(stderr, "exercises: %s; the hints will not advance\n", err.what());
   }
-  if (special) return;
-  std::filesystem::rename(target, path, ec);
-  if (ec) std::fprintf(stderr, "exercises: could not write %s: %s\n", path.c_str(), ec.message().c_str());
 }
 
 int usage(const char* argv0) {
@@ -224,8 +222,9 @@ int main(int argc, char** argv) {
     ++graded;
     int& failures = attempts[all[n].name];
     const int stage = hint > 0 ? hint : std::min(failures + 1, 3);
-    if (grade(static_cast<int>(n + 1), all[n], seed + n, stage)) ++passed;
-    else ++failures;
+    const Result result = grade(static_cast<int>(n + 1), all[n], seed + n, stage);
+    if (result == Result::pass) ++passed;
+    else if (result == Result::fail) ++failures;
   }
   if (graded == 0) {
     std::fprintf(stderr, "no exercise named %s\n", only);

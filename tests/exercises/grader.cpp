@@ -7,25 +7,20 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/detail/add_shape_error.hpp"
+
 namespace attend::exercises::grader {
 
 namespace {
 
-// "add_: shapes differ: (2, 4) += (2, 3, 4)" names the slot by its shape; when
-// two slots share it (dh_prev, dc_prev), both are named.
-std::string name_the_mistake(const std::string& message, const std::vector<std::string>& names,
-                             const Tensors& slots) {
-  std::vector<std::string> hits;
-  Shape shape;
-  for (std::size_t i = 0; i < slots.size(); ++i) {
-    const std::string prefix = fmt::format("add_: shapes differ: {} += ", slots[i].shape());
-    if (message.rfind(prefix, 0) == 0) {
-      hits.push_back("dL/d" + names[i]);
-      shape = slots[i].shape();
-    }
-  }
-  if (hits.empty()) return fmt::format("your backward threw, before adding into a gradient: {}", message);
-  return fmt::format("a shape mistake while adding into {} {}: {}", fmt::join(hits, " or "), shape, message);
+// add_ (or +=) threw because the shapes differ: name the slot by the tensor that
+// was being added into, not by its shape (dh_prev and dc_prev share theirs).
+std::string name_the_mistake(const detail::AddShapeError& e, const std::vector<std::string>& names, const Tensors& slots) {
+  const Tensor& into = e.into();
+  for (std::size_t i = 0; i < slots.size(); ++i)
+    if (into.defined() && into.impl()->storage == slots[i].impl()->storage)  // the slot, or a view of it
+      return fmt::format("a shape mistake while adding into dL/d{} {}: {}", names[i], slots[i].shape(), e.what());
+  return fmt::format("your backward threw, adding into a tensor that is no gradient slot: {}", e.what());
 }
 
 }  // namespace
@@ -47,8 +42,11 @@ void run_answer(Attempt& attempt, const std::vector<Tensor*>& slots, const Answe
   for (const Tensor* slot : slots) mine.push_back(zeros_like(*slot));
   try {
     answer(mine);
+  } catch (const detail::AddShapeError& e) {
+    attempt.error = name_the_mistake(e, attempt.names, mine);
+    throw;
   } catch (const Error& e) {
-    attempt.error = name_the_mistake(e.what(), attempt.names, mine);
+    attempt.error = fmt::format("your backward threw, before adding into a gradient: {}", e.what());
     throw;
   }
   for (std::size_t i = 0; i < slots.size(); ++i)

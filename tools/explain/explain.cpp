@@ -176,6 +176,10 @@ std::string param_formula(const std::string& name, std::int64_t a, std::int64_t 
 
 void print_backward(Report& r, const Setup& st, const Pass& fused, const Pass& composed) {
   const std::int64_t S = st.S;
+  // The composed step to read first (every line one op), and its fast twin, the fused step op.
+  const char* composed_fn = st.kind == Kind::Additive
+                                ? "layers/attention/attention_composed.cpp: additive_attention_composed"
+                                : "layers/attention/attention_composed.cpp: dot_attention_composed";
   const char* op = st.kind == Kind::Additive ? "layers/attention/attention_additive.cpp: additive_attention_step"
                                              : "layers/attention/attention_dot.cpp: dot_attention_step";
   auto label = [](std::string s) { return [s](std::int64_t i) { return fmt::format(fmt::runtime(s), i + 1, i); }; };
@@ -212,7 +216,10 @@ void print_backward(Report& r, const Setup& st, const Pass& fused, const Pass& c
   r.rows("e", {S}, composed.de, label("∂L/∂e_{0}"),
          [&](std::int64_t j) { return numeric(e, j, [&] { return st.loss_from_alpha(masked_softmax(e, st.mask, 1)); }); },
          [](std::int64_t j) { return fmt::format("α_{0} (∂L/∂α_{0} − Σ_k α_k ∂L/∂α_k)", j + 1); });
-  r.line("  -- from here on, the fused step op's hand-written backward ({})", op);
+  r.line("  -- from here on, the attention's own lines: read the composed step first");
+  r.line("     ({}), whose backward autograd", composed_fn);
+  r.line("     derives op by op; these rows are its fast twin's, the fused step op");
+  r.line("     ({}), whose hand-written backward", op);
   if (st.kind == Kind::Additive)
     r.line("     carries the gradient to s, h_j and the parameters; t_j = tanh(W_k h_j + W_q s + b)");
   else if (st.kind == Kind::Dot)

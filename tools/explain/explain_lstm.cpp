@@ -240,7 +240,8 @@ ExplainResult explain_lstm(const ExplainOptions& options) {
 
   r.line("");
   r.line("Backward through time, from the last step to the first. analytic: what attend's backward computed, read");
-  r.line("by taps on the composed step; numeric: (L(x + ε) − L(x − ε)) / 2ε, ε = {:.0e}, perturbing that one number", kEps);
+  r.line("by taps on the composed step (layers/lstm/lstm_cell.cpp: lstm_cell_composed, read it first; its fast twin");
+  r.line("is the fused op lstm_cell); numeric: (L(x + ε) − L(x − ε)) / 2ε, ε = {:.0e}, perturbing that one number", kEps);
   r.line("and running the rest of the forward again; ✓ when |analytic − numeric| ≤ {:.0e} + {:.0e}·|numeric|.", kAtol, kRtol);
   r.line("");
   r.line("  {:<22}{:>16}{:>16}{:>10}     {}", "gradient", "analytic", "numeric", "|Δ|", "formula");
@@ -295,7 +296,8 @@ ExplainResult explain_lstm(const ExplainOptions& options) {
   r.rows("c_0", {kHid}, tr.dc0, [](std::int64_t k) { return fmt::format("∂L/∂c_0[{}]", k + 1); },
          [&](std::int64_t k) { return numeric(c0, k, [&] { return loss_of(m); }); },
          [](std::int64_t k) { return fmt::format("∂L/∂c_1[{0}] f_1[{0}]   (the c path only)", k + 1); });
-  r.line("  -- the parameters, summed over the steps: the fused op lstm_cell's backward; .grad");
+  r.line("  -- the parameters, summed over the steps: the fused op lstm_cell's hand-written backward (it undoes");
+  r.line("     lstm_cell_composed's lines, which autograd undoes one op at a time); .grad");
   auto param_rows = [&](const std::string& name, const Tensor& p, const Values& grad, std::int64_t cols,
                         const std::string& input) {
     std::vector<std::int64_t> shape{p.size(0)};

@@ -1,9 +1,10 @@
-// The learner's docs held to the code. Every file a learner doc names exists,
-// and every function it names in that file ("`path: name`", or "`path`:
-// `name`, `name`") occurs there. The worked example of
+// The learner's docs held to the code. Every file a learner doc (and the
+// README) names exists, every function it names in that file ("`path: name`",
+// or "`path`: `name`, `name`") occurs there, and a bare `Class::member` occurs
+// somewhere in the source tree. The worked example of
 // docs/backprop-through-attention.md (section 8) is what
 // `attend explain --seed 1` prints, the values its "Reading the numbers" quotes
-// are the printed ones, and docs/figures/step_graph.svg (in the
+// are the printed ones (sign and last digit; what it works out is recomputed), and docs/figures/step_graph.svg (in the
 // README) is what `attend explain --seed 1 --graph` draws. Builds differ in the last bits (-O3 or -Og,
 // FMA contraction or not), which moves the |Δ| column and a finite difference's
 // last digit; so words are compared exactly and numbers to a tolerance that
@@ -87,7 +88,8 @@ void check_same_line(const std::string& doc_line, const std::string& program_lin
 
 // ---- The files and functions a doc names ----------------------------------------
 
-// A file and a function in it ("" for a file alone), as a doc names them.
+// A file and a function in it ("" for a file alone), as a doc names them; a
+// bare `Class::member` has no file: the source tree is searched for it.
 struct Reference {
   std::string file, function;
 };
@@ -109,6 +111,13 @@ bool is_identifier(const std::string& word) {
   for (char c : word)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == ':')) return false;
   return !std::isdigit(static_cast<unsigned char>(word[0]));
+}
+
+// `AdditiveAttention::precompute`: a capitalised class and its member, with no
+// file named (not std::exp, attend::CustomOp or a CMake target, attend::core).
+bool is_member(const std::string& word) {
+  static const std::regex member("[A-Z][A-Za-z0-9_]*(::[A-Za-z_][A-Za-z0-9_]*)+");
+  return std::regex_match(word, member);
 }
 
 // Every `...` span of the text, line breaks inside turned into spaces.
@@ -144,6 +153,10 @@ std::vector<Reference> references(const std::string& text) {
       out.push_back({span.substr(0, colon), is_identifier(name) ? name : ""});
       continue;
     }
+    if (is_member(span)) {  // bare, not after a `path`: (those are taken below)
+      out.push_back({"", span});
+      continue;
+    }
     if (!is_path(span)) continue;
     out.push_back({span, ""});
     // `path`: `name`, `name` and `name`
@@ -157,13 +170,32 @@ std::vector<Reference> references(const std::string& text) {
       if (between.find_first_not_of(' ') != std::string::npos || !is_identifier(spans[m].second)) break;
       out.push_back({span, spans[m].second});
       after = spans[m].first;
+      k = m;  // taken with its file
     }
   }
   return out;
 }
 
+std::string check_reference(const std::filesystem::path& root, const Reference& r);
+
+// A bare `Class::member`: "" when some source file of the library or the tools
+// declares the class (or defines Class::member) and names the member as a function.
+std::string find_member(const std::filesystem::path& root, const std::string& member) {
+  const std::string name = member.substr(member.rfind("::") + 2);
+  for (const char* folder : {"core", "autograd", "layers", "models", "tools"})
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(root / folder)) {
+      const std::string ext = entry.path().extension().string();
+      if (!entry.is_regular_file() || (ext != ".cpp" && ext != ".hpp")) continue;
+      if (attend::read_file(entry.path().string()).find(name) == std::string::npos) continue;  // the cheap test first
+      const std::string file = std::filesystem::relative(entry.path(), root).string();
+      if (check_reference(root, {file, member}).empty()) return "";
+    }
+  return "no file under core/, autograd/, layers/, models/ or tools/ has " + member;
+}
+
 // "" when the reference holds; otherwise what is wrong.
 std::string check_reference(const std::filesystem::path& root, const Reference& r) {
+  if (r.file.empty()) return find_member(root, r.function);
   const std::filesystem::path file = root / r.file;
   if (!std::filesystem::exists(file)) return r.file + " does not exist";
   if (r.function.empty() || std::filesystem::is_directory(file)) return "";
@@ -182,7 +214,9 @@ std::string check_reference(const std::filesystem::path& root, const Reference& 
   };
   const bool member_ok = owner.empty() || code.find(owner + "::" + name) != std::string::npos ||
                          std::regex_search(code, std::regex("(class|struct)\\s+" + owner + "\\b"));
-  if (!named(name) || !member_ok) return r.file + " has no " + r.function;
+  // A member may be data too: `std::function<...> on_weights_grad;`.
+  const bool data_member = !owner.empty() && std::regex_search(code, std::regex("[A-Za-z0-9_>]\\s+" + name + "\\s*;"));
+  if (!(named(name) || data_member) || !member_ok) return r.file + " has no " + r.function;
   return "";
 }
 
@@ -191,11 +225,11 @@ std::string check_reference(const std::filesystem::path& root, const Reference& 
 TEST_CASE("every file and function the learner's docs name exists") {
   const std::filesystem::path root = ATTEND_TEST_DATA "/../..";
   int checked = 0, functions = 0;
-  for (const char* doc : {"docs/start-here.md", "docs/backprop-through-attention.md", "docs/exercises.md",
-                          "docs/custom-ops.md", "tests/exercises/exercises.hpp"}) {
+  for (const char* doc : {"README.md", "docs/start-here.md", "docs/backprop-through-attention.md",
+                          "docs/exercises.md", "docs/custom-ops.md", "tests/exercises/exercises.hpp"}) {
     const std::string text = attend::read_file((root / doc).string());
     for (const Reference& r : references(text)) {
-      CAPTURE(doc);
+      CAPTURE(std::string(doc));
       const std::string wrong = check_reference(root, r);
       CHECK_MESSAGE(wrong.empty(), wrong);
       ++checked;
@@ -227,6 +261,25 @@ TEST_CASE("the reference check finds a missing file and a missing function") {
   CHECK(check_reference(root, refs[7]) == "autograd/engine.cpp has no Engine::walk");
 }
 
+TEST_CASE("a bare Class::member is found in the source tree, or reported") {
+  const std::filesystem::path root = ATTEND_TEST_DATA "/../..";
+  const std::string text =
+      "`AdditiveAttention::precompute` and `Seq2Seq::step`, then `AdditiveAttention::no_such_member`; "
+      "`std::exp` and `attend::core` are no class members; `autograd/engine.cpp`: "
+      "`Engine::run` is taken with its file.";
+  const std::vector<Reference> refs = references(text);
+  REQUIRE(refs.size() == 5);
+  CHECK(refs[0].file.empty());
+  CHECK(check_reference(root, refs[0]).empty());
+  CHECK(check_reference(root, refs[1]).empty());
+  CHECK(check_reference(root, refs[2]) ==
+        "no file under core/, autograd/, layers/, models/ or tools/ has AdditiveAttention::no_such_member");
+  CHECK(refs[3].file == "autograd/engine.cpp");
+  CHECK(refs[3].function.empty());
+  CHECK(refs[4].file == "autograd/engine.cpp");
+  CHECK(refs[4].function == "Engine::run");
+}
+
 TEST_CASE("docs/backprop-through-attention.md's worked example is what attend explain --seed 1 prints") {
   const std::string doc = attend::read_file(ATTEND_TEST_DATA "/../../docs/backprop-through-attention.md");
   const std::vector<std::string> expected = lines_of(block_after(doc, "## 8. Worked example: `attend explain --seed 1`"));
@@ -240,38 +293,86 @@ TEST_CASE("docs/backprop-through-attention.md's worked example is what attend ex
   }
 }
 
-// The numbers of a text with at least `digits` digits after the point, "−" read as "-".
-std::vector<std::string> decimals(std::string text, std::size_t digits) {
+// A number of a text with at least `digits` digits after the point, signed: "−0.18"
+// and "(−0.18)" are negative, and so is the term "a − 0.18", whose operator is the
+// sign of the value it quotes (a sum of printed terms), as "+ 0.02" is positive.
+struct Signed {
+  std::string word;  // as written, sign and all: "-0.18300570"
+  double value;
+};
+std::vector<Signed> signed_decimals(std::string text, std::size_t digits) {
   for (std::size_t at; (at = text.find("\u2212")) != std::string::npos;) text.replace(at, 3, "-");
-  std::vector<std::string> out;
-  const std::regex number("[0-9]+\\.[0-9]+(e[-+][0-9]+)?");
+  std::vector<Signed> out;
+  const std::regex number("(([-+]) ?)?([0-9]+\\.([0-9]+)(e[-+][0-9]+)?)");
   for (auto it = std::sregex_iterator(text.begin(), text.end(), number); it != std::sregex_iterator(); ++it) {
-    const std::string word = it->str();
-    if (word.find('e') != std::string::npos || word.size() - word.find('.') - 1 >= digits) out.push_back(word);
+    const std::smatch& m = *it;
+    if (m[5].length() == 0 && static_cast<std::size_t>(m[4].length()) < digits) continue;
+    const std::string word = (m[2] == "-" ? "-" : "") + m[3].str();
+    out.push_back({word, std::stod(word)});
   }
   return out;
 }
 
-TEST_CASE("the numbers 'Reading the numbers' quotes are attend explain --seed 1's, to the last digit") {
+// The values "Reading the numbers" works out from printed ones (products,
+// sums, 1 − h~²), recomputed here from the printed values it quotes. A quote
+// of a printed value needs no entry: it must equal one, sign and last digit.
+struct Derived {
+  const char* what;
+  double value;
+};
+std::vector<Derived> derived_values() {
+  const double h_tilde[4] = {+2.32816296e-01, -2.82679602e-01, +5.05753003e-01, +1.36089210e-01};  // printed h~
+  const double dh_tilde[4] = {-0.36923172, -0.39662344, -0.33991455, +0.00500775};
+  const double W_c5[4] = {+0.11288435, +0.34257645, +0.06749815, -0.16070109};
+  std::vector<Derived> d = {
+      {"∂L/∂c_1 h_3[1]", -0.18230253 * +0.96163483},
+      {"∂L/∂c_2 h_3[2]", +0.04145742 * -0.47199912},
+      {"∂L/∂c_3 h_3[3]", -0.01831715 * +0.68130768},
+      {"∂L/∂c_4 h_3[4]", -0.03509972 * -0.69374456},
+      {"∂L/∂α_1 − Σ_k α_k ∂L/∂α_k", 0.02447887 - -0.05050657},
+      {"α_1 ∂L/∂c_1", 0.32654598 * -0.18230253},
+      {"the key path of ∂L/∂h_1[1]", -0.06560950 - 0.32654598 * -0.18230253},
+  };
+  for (int m = 0; m < 4; ++m) {
+    d.push_back({"1 − h~_m²", 1 - h_tilde[m] * h_tilde[m]});
+    d.push_back({"W_c[m,5] (1 − h~_m²) ∂L/∂h~_m", W_c5[m] * (1 - h_tilde[m] * h_tilde[m]) * dh_tilde[m]});
+  }
+  return d;
+}
+
+TEST_CASE("the numbers 'Reading the numbers' quotes are attend explain --seed 1's, sign and last digit") {
   const std::string doc = attend::read_file(ATTEND_TEST_DATA "/../../docs/backprop-through-attention.md");
   const std::size_t from = doc.find("### Reading the numbers"), to = doc.find("Run it yourself", from);
   REQUIRE(from != std::string::npos);
   REQUIRE(to != std::string::npos);
-  std::vector<double> printed;
-  for (const std::string& w : decimals(attend::tools::explain_attention({"additive", 1, false}).text, 0))
-    printed.push_back(std::stod(w));
-  // A quoted value is a printed one rounded to 8 digits after the point; the
-  // rest (products, sums, 1 − h~²) are worked out from them in the text.
+  const std::vector<Signed> printed = signed_decimals(attend::tools::explain_attention({"additive", 1, false}).text, 0);
+  const std::vector<Derived> derived = derived_values();
+  std::vector<int> used(derived.size(), 0);
   int quoted = 0;
-  for (const std::string& w : decimals(doc.substr(from, to - from), 5)) {
-    const double x = std::stod(w), unit = last_digit(w);
-    double nearest = 1e300;
-    for (double p : printed) nearest = std::min(nearest, std::abs(x - std::abs(p)));
-    CAPTURE(w);
-    if (nearest <= 1e-4 * std::max(x, 1e-3)) {  // a quote of a printed value: it must be exact
-      CHECK(nearest <= unit);
-      ++quoted;
+  for (const Signed& x : signed_decimals(doc.substr(from, to - from), 5)) {
+    CAPTURE(x.word);
+    const double unit = last_digit(x.word) + 1e-10;
+    bool exact = false, flipped = false, near = false;
+    for (const Signed& p : printed) {
+      exact = exact || std::abs(x.value - p.value) <= unit;
+      flipped = flipped || (std::abs(x.value + p.value) <= unit && p.value != 0);
+      near = near || std::abs(x.value - p.value) <= 1e-3 * std::max(std::abs(x.value), 1e-3);
     }
+    if (exact) {
+      ++quoted;
+      continue;
+    }
+    bool worked_out = false;
+    for (std::size_t k = 0; k < derived.size(); ++k)
+      if (std::abs(x.value - derived[k].value) <= unit) worked_out = true, ++used[k];
+    if (worked_out) continue;
+    CHECK_MESSAGE(!flipped, "the sign of a printed value is wrong");
+    CHECK_MESSAGE(!near, "a printed value quoted with a wrong digit");
+    FAIL_CHECK("neither a printed value nor one derived_values() works out");
+  }
+  for (std::size_t k = 0; k < derived.size(); ++k) {
+    CAPTURE(std::string(derived[k].what));
+    CHECK_MESSAGE(used[k] > 0, "derived_values() lists a value the section no longer has");
   }
   // Most of the section quotes printed values; a new seed or model would leave few.
   CHECK(quoted >= 35);
