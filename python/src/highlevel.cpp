@@ -97,9 +97,9 @@ class Translator {
                    "ask Translator.explain_grad() or translate(..., details=True) instead");
     options_ = flags_.decode.options();
     py::gil_scoped_release release;  // loading a large model takes a while
-    replicas_.push_back(tools::load_models(flags_));
-    tools::check_translate_request(models(), flags_);
-    for (int w = 1; w < flags_.workers; ++w) replicas_.push_back(tools::load_models(flags_));  // workers=N
+    std::vector<attend::LoadedModel> first = tools::load_models(flags_);
+    tools::check_translate_request(first, flags_);
+    replicas_ = tools::load_replicas(flags_, std::move(first));  // workers=N: N copies
     if (flags_.replace_unk && !flags_.unk_dict.empty()) dictionary_ = attend::UnkDictionary::load(flags_.unk_dict);
   }
 

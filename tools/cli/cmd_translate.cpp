@@ -53,6 +53,25 @@ std::vector<LoadedModel> load_models(const TranslateFlags& f) {
   return models;
 }
 
+void check_replica_memory(std::uint64_t bytes, int more, std::uint64_t physical) {
+  const double total = static_cast<double>(bytes) * more;
+  if (physical != 0 && total > static_cast<double>(physical) / 2)
+    fail("translate: --workers {} would load {} more copies of the models ({:.1f} MB each, {:.1f} GB in all), "
+         "more than half of this machine's memory ({:.1f} GB); use fewer workers",
+         more + 1, more, bytes / 1e6, total / 1e9, physical / 1e9);
+}
+
+std::vector<std::vector<LoadedModel>> load_replicas(const TranslateFlags& f, std::vector<LoadedModel> first) {
+  std::uint64_t bytes = 0;  // one copy's parameters
+  for (const LoadedModel& m : first)
+    for (const Tensor& p : m.model->parameters()) bytes += static_cast<std::uint64_t>(p.numel()) * dtype_size(p.dtype());
+  check_replica_memory(bytes, f.workers - 1, limits::physical_memory());
+  std::vector<std::vector<LoadedModel>> replicas(static_cast<std::size_t>(f.workers));
+  replicas.front() = std::move(first);
+  run_at_once(replicas.size() - 1, [&](std::size_t k, std::size_t) { replicas[k + 1] = load_models(f); });
+  return replicas;
+}
+
 namespace {
 
 // All lines, for --explain-grad (its input is a handful of sentence pairs).
@@ -208,12 +227,7 @@ void run_translate(const TranslateFlags& f) {
   }
   const UnkDictionary dictionary = f.unk_dict.empty() ? UnkDictionary() : UnkDictionary::load(f.unk_dict);
   const DecodeOptions options = f.decode.options();
-  // --workers: a copy of the models for each, loaded alike (decoding keeps its
-  // state on the model, so one copy decodes one batch at a time).
-  std::vector<std::vector<LoadedModel>> replicas;
-  replicas.push_back(std::move(models));
-  replicas.resize(static_cast<std::size_t>(f.workers));
-  run_at_once(replicas.size() - 1, [&](std::size_t k, std::size_t) { replicas[k + 1] = load_models(f); });
+  std::vector<std::vector<LoadedModel>> replicas = load_replicas(f, std::move(models));  // --workers
 
   // A file is read through once first, so that a bad line (or one too long
   // to decode, checked_tokens) stops the command before anything is

@@ -65,6 +65,15 @@ void check_translate_request(const std::vector<LoadedModel>& models, const Trans
 // The models as decoding takes them.
 std::vector<Seq2Seq*> ensemble_of(std::vector<LoadedModel>& models);
 
+// --workers N: `first` (load_models) and N - 1 more copies of it, loaded at
+// once; decoding keeps its state on a model, so each worker needs its own.
+// Refused up front when the copies would take more than half the machine's
+// memory (check_replica_memory); the batches' decoding memory is bounded apart.
+std::vector<std::vector<LoadedModel>> load_replicas(const TranslateFlags& f, std::vector<LoadedModel> first);
+// Throws unless `more` copies of `bytes` each fit in half of `physical` bytes
+// (physical 0: unknown, nothing refused).
+void check_replica_memory(std::uint64_t bytes, int more, std::uint64_t physical);
+
 // The memory a line's decoding takes grows with the square of its tokens
 // (models/decode/decoding.hpp): it is checked once the line is tokenized,
 // before any work, against limits::decode_memory_limit(); an error names `op`

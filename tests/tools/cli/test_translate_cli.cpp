@@ -14,6 +14,7 @@
 #include "core/io/limits.hpp"
 #include "models/decode/alignment.hpp"
 #include "tests/support/translate_cli.hpp"
+#include "tools/cli/translate.hpp"
 
 using namespace attend;
 using attend::testing::lines_of;
@@ -393,4 +394,15 @@ TEST_CASE("--workers N decodes batches at once on copies of the models and print
   }
   CHECK_THROWS_AS(run_translate({"--model", dir + "/m", "--workers", "0", dir + "/in.txt"}), CLI::ParseError);
   CHECK_THROWS_AS(run_translate({"--model", dir + "/m", "--workers", "x", dir + "/in.txt"}), CLI::ParseError);
+}
+
+TEST_CASE("--workers N is refused up front when its copies of the models would take half the memory") {
+  // 3 more copies of 1 MB fit in 16 GB; of 3 GB (9 GB in all) they do not.
+  CHECK_NOTHROW(tools::check_replica_memory(1'000'000, 3, 16'000'000'000));
+  CHECK_THROWS_WITH_AS(tools::check_replica_memory(3'000'000'000, 3, 16'000'000'000),
+                       doctest::Contains("--workers 4 would load 3 more copies of the models (3000.0 MB each, "
+                                         "9.0 GB in all), more than half of this machine's memory (16.0 GB)"),
+                       Error);
+  CHECK_NOTHROW(tools::check_replica_memory(3'000'000'000, 0, 16'000'000'000));  // one worker: no copies
+  CHECK_NOTHROW(tools::check_replica_memory(3'000'000'000, 3, 0));               // memory unknown
 }
