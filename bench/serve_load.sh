@@ -9,7 +9,9 @@
 # All traffic stays on 127.0.0.1. The model is MODEL (a directory written by
 # attend train) if set; otherwise one at config S's size (embed 32, hidden 64,
 # additive attention; lib.sh) is trained on the toy language for STEPS steps
-# (default 300). One OpenBLAS thread each (THREADS). Writes the run's results file,
+# (default 300). One OpenBLAS thread each (THREADS); the server keeps COPIES
+# copies of the model (default 1: --copies), so that as many requests decode
+# at once. Writes the run's results file,
 # RESULTS/DATE-CPU-COMMIT-serve.md (default bench/results/), with every command
 # and its whole output. Keep the machine otherwise idle.
 # Usage, from the repository root:
@@ -19,7 +21,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 require_program "$attend_bin" attend_cli
 attend_bin="$(realpath "$attend_bin")"
-n="${N:-1000}" threads="${THREADS:-1}" clients="${CLIENTS:-1 4 16}"
+n="${N:-1000}" threads="${THREADS:-1}" clients="${CLIENTS:-1 4 16}" copies="${COPIES:-1}"
 results="${RESULTS:-bench/results}"
 make_scratch
 logs="$scratch/logs"
@@ -63,7 +65,7 @@ run translate-file timed_translate "$scratch/source.txt"
 run translate-one timed_translate "$scratch/one.txt"
 
 start_server() {  # FLAGS...: attend serve on a free port, its port in `port`
-  "$attend_bin" serve --model "$model" --port 0 --workers 16 --threads "$threads" "$@" \
+  "$attend_bin" serve --model "$model" --port 0 --workers 16 --threads "$threads" --copies "$copies" "$@" \
     >"$scratch/serve.out" 2>"$scratch/serve.err" &
   server_pid=$!
   port=""
@@ -88,5 +90,5 @@ for mode in alone coalesce; do
   server_pid=""
 done
 
-file="$(write_results "$results" "$logs" "$(command_line bench/serve_load.sh N STEPS MODEL CLIENTS THREADS RESULTS)" serve)"
+file="$(write_results "$results" "$logs" "$(command_line bench/serve_load.sh N STEPS MODEL CLIENTS THREADS COPIES RESULTS)" serve)"
 printf '\nresults: %s\n' "$file"

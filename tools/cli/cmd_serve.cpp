@@ -67,7 +67,12 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--port", f->server.port, "Port (0: a free one, printed in the listening line)")
       ->check(check::integer(0, 65535))
       ->capture_default_str();
-  cmd->add_option("--workers", f->server.workers, "Threads answering requests (a model answers one at a time)")
+  cmd->add_option("--workers", f->server.workers, "Threads answering requests (a copy of a model answers one at a time)")
+      ->check(check::integer(1, 64))
+      ->capture_default_str();
+  cmd->add_option("--copies", f->translate.workers,
+                  "Copies of each model, so that N requests decode on one model at once (N times its memory; refused "
+                  "when that is more than half the machine's); use with --threads 1 and at least N --workers")
       ->check(check::integer(1, 64))
       ->capture_default_str();
   cmd->add_option("--queue", f->server.queue,

@@ -69,10 +69,13 @@ std::vector<Seq2Seq*> ensemble_of(std::vector<LoadedModel>& models);
 // once; decoding keeps its state on a model, so each worker needs its own.
 // Refused up front when the copies would take more than half the machine's
 // memory (check_replica_memory); the batches' decoding memory is bounded apart.
-std::vector<std::vector<LoadedModel>> load_replicas(const TranslateFlags& f, std::vector<LoadedModel> first);
+// `flag` names the flag in the error (translate's "--workers", serve's "--copies").
+std::vector<std::vector<LoadedModel>> load_replicas(const TranslateFlags& f, std::vector<LoadedModel> first,
+                                                    const char* flag = "translate: --workers");
 // Throws unless `more` copies of `bytes` each fit in half of `physical` bytes
 // (physical 0: unknown, nothing refused).
-void check_replica_memory(std::uint64_t bytes, int more, std::uint64_t physical);
+void check_replica_memory(std::uint64_t bytes, int more, std::uint64_t physical,
+                          const char* flag = "translate: --workers");
 
 // The memory a line's decoding takes grows with the square of its tokens
 // (models/decode/decoding.hpp): it is checked once the line is tokenized,

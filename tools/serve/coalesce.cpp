@@ -1,9 +1,10 @@
 // attend serve --coalesce (coalesce.hpp). A request puts itself on its model's
-// waiting list, then takes the model's mutex. Whoever gets it first takes every
-// waiting request with its options (up to --batch sentences), translates them in
-// one batch and hands each its answers; a request that finds its answers there
-// when its turn comes returns them. The list holds pointers to the waiting
-// requests' own frames: each stays blocked on the mutex until its answers are in.
+// waiting list, then waits for a copy of the model. Whoever gets one first takes
+// every waiting request with its options (up to --batch sentences), translates
+// them in one batch and hands each its answers. A request that another has taken
+// into its batch (with --copies, it may get a copy of its own meanwhile) gives
+// its copy back and waits for its answers. The list holds pointers to the
+// waiting requests' own frames: each stays until its answers are in.
 #include "tools/serve/coalesce.hpp"
 
 #include <exception>
@@ -17,7 +18,8 @@ struct Waiting {
   const TranslateFlags* flags;
   std::vector<std::vector<TextTranslation>> out;
   std::exception_ptr error;
-  bool done = false;
+  bool claimed = false;  // taken into a batch: its answers will come
+  bool done = false;     // its answers (or error) are in
 };
 
 namespace {
@@ -28,9 +30,9 @@ bool same_options(const TranslateFlags& a, const TranslateFlags& b) {
          a.decode.coverage == b.decode.coverage && a.batch == b.batch;
 }
 
-// Takes `me` and the waiting requests with its options, up to f.batch sentences.
+// Takes `me` and the unclaimed waiting requests with its options, up to f.batch
+// sentences, and claims them. The caller holds m.waiting_mutex.
 std::vector<Waiting*> take_batch(ServedModel& m, Waiting& me) {
-  std::lock_guard<std::mutex> lock(m.waiting_mutex);
   std::vector<Waiting*> batch{&me}, rest;
   std::size_t sentences = me.sources->size();
   for (Waiting* w : m.waiting) {
@@ -44,10 +46,12 @@ std::vector<Waiting*> take_batch(ServedModel& m, Waiting& me) {
     }
   }
   m.waiting = std::move(rest);
+  for (Waiting* w : batch) w->claimed = true;
   return batch;
 }
 
-void translate_batch(ServedModel& m, const std::vector<Waiting*>& batch, const DecodeOptions& options) {
+void translate_batch(ServedModel& m, std::vector<LoadedModel>& models, const std::vector<Waiting*>& batch,
+                     const DecodeOptions& options) {
   std::vector<std::string> sources;
   std::vector<std::int64_t> tokens;
   for (const Waiting* w : batch) {
@@ -57,18 +61,33 @@ void translate_batch(ServedModel& m, const std::vector<Waiting*>& batch, const D
   std::exception_ptr error;
   std::vector<std::vector<TextTranslation>> out;
   try {
-    out = translate_lines(m.models, sources, tokens, *batch.front()->flags, options);
+    out = translate_lines(models, sources, tokens, *batch.front()->flags, options);
   } catch (...) {
     error = std::current_exception();
   }
-  std::lock_guard<std::mutex> lock(m.waiting_mutex);
-  std::size_t next = 0;
-  for (Waiting* w : batch) {
-    w->error = error;
-    if (!error)
-      for (std::size_t i = 0; i < w->sources->size(); ++i) w->out.push_back(std::move(out[next++]));
-    w->done = true;
+  {
+    std::lock_guard<std::mutex> lock(m.waiting_mutex);
+    std::size_t next = 0;
+    for (Waiting* w : batch) {
+      w->error = error;
+      if (!error)
+        for (std::size_t i = 0; i < w->sources->size(); ++i) w->out.push_back(std::move(out[next++]));
+      w->done = true;
+    }
   }
+  m.answered.notify_all();
+}
+
+// With a copy of the model: the batch `me` leads, or nothing when another
+// request has claimed `me` (then its answers come from that one).
+void lead_or_leave(ServedModel& m, Waiting& me, const DecodeOptions& options) {
+  Copies::Lease copy = m.copies.take();
+  std::vector<Waiting*> batch;
+  {
+    std::lock_guard<std::mutex> lock(m.waiting_mutex);
+    if (!me.claimed) batch = take_batch(m, me);
+  }
+  if (!batch.empty()) translate_batch(m, copy.models(), batch, options);
 }
 
 }  // namespace
@@ -77,10 +96,10 @@ std::vector<std::vector<TextTranslation>> translate_for(ServedModel& m, const st
                                                         const std::vector<std::int64_t>& tokens,
                                                         const TranslateFlags& f, const DecodeOptions& options) {
   if (!m.coalesce) {
-    std::lock_guard<std::mutex> lock(m.mutex);
-    return translate_lines(m.models, sources, tokens, f, options);
+    Copies::Lease copy = m.copies.take();
+    return translate_lines(copy.models(), sources, tokens, f, options);
   }
-  Waiting me{&sources, &tokens, &f, {}, nullptr, false};
+  Waiting me{&sources, &tokens, &f, {}, nullptr, false, false};
   {
     std::lock_guard<std::mutex> lock(m.waiting_mutex);
     m.waiting.push_back(&me);
@@ -94,13 +113,11 @@ std::vector<std::vector<TextTranslation>> translate_for(ServedModel& m, const st
       std::erase(m.waiting, me);
     }
   } leave{m, &me};
-  std::lock_guard<std::mutex> model_lock(m.mutex);
-  bool done = false;
+  lead_or_leave(m, me, options);
   {
-    std::lock_guard<std::mutex> lock(m.waiting_mutex);
-    done = me.done;
+    std::unique_lock<std::mutex> lock(m.waiting_mutex);
+    m.answered.wait(lock, [&] { return me.done; });
   }
-  if (!done) translate_batch(m, take_batch(m, me), options);
   if (me.error) std::rethrow_exception(me.error);
   return std::move(me.out);
 }

@@ -13,8 +13,8 @@
 
 namespace attend::tools::serve {
 
-// The n-best lists of `sources` (tokens from checked_tokens), in order. Takes
-// m.mutex itself; with m.coalesce set, joins the requests waiting for it.
+// The n-best lists of `sources` (tokens from checked_tokens), in order. Takes a
+// copy of the model itself; with m.coalesce set, joins the requests waiting for one.
 std::vector<std::vector<TextTranslation>> translate_for(ServedModel& m, const std::vector<std::string>& sources,
                                                         const std::vector<std::int64_t>& tokens,
                                                         const TranslateFlags& f, const DecodeOptions& options);

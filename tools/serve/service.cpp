@@ -27,7 +27,7 @@ TranslateFlags flags_for(const ServedModel& m, const RequestOptions& o) {
   if (o.n_best) f.decode.n_best = *o.n_best;
   if (o.report_align) f.alignments = *o.report_align ? "hard" : "";
   if (o.replace_unk) f.replace_unk = *o.replace_unk;
-  if (m.models.front().config.attention == AttentionKind::None && (!f.alignments.empty() || f.replace_unk))
+  if (m.copies.model().config.attention == AttentionKind::None && (!f.alignments.empty() || f.replace_unk))
     throw HttpError(400, fmt::format("model {} has no attention: {} needs it", m.id,
                                      f.replace_unk ? "replace_unk" : "report_align"));
   return f;
@@ -41,10 +41,10 @@ DecodeOptions decode_options(const TranslateFlags& f) {
 
 // The tokens of each sentence, each checked against the decoding memory limit.
 std::vector<std::int64_t> checked(ServedModel& m, const std::vector<std::string>& sources, const DecodeOptions& o) {
-  const std::vector<Seq2Seq*> ensemble = ensemble_of(m.models);
+  const std::vector<Seq2Seq*> ensemble = ensemble_of(m.copies.first());
   std::vector<std::int64_t> tokens;
   for (std::size_t i = 0; i < sources.size(); ++i)
-    tokens.push_back(checked_tokens("translate", ensemble, m.models.front().codecs.source, sources[i],
+    tokens.push_back(checked_tokens("translate", ensemble, m.copies.model().codecs.source, sources[i],
                                     fmt::format("item {}", i), o));
   return tokens;
 }
@@ -77,6 +77,28 @@ std::vector<double> state_norms(const Json& H) {
 
 }  // namespace
 
+void Copies::set(std::vector<std::vector<LoadedModel>> copies) {
+  copies_ = std::move(copies);
+  free_.clear();
+  for (std::size_t k = copies_.size(); k-- > 0;) free_.push_back(k);  // copy 0 lent first
+}
+
+Copies::Lease Copies::take() {
+  std::unique_lock lock(mutex_);
+  freed_.wait(lock, [&] { return !free_.empty(); });
+  const std::size_t k = free_.back();
+  free_.pop_back();
+  return Lease(*this, k);
+}
+
+void Copies::give_back(std::size_t k) {
+  {
+    std::lock_guard lock(mutex_);
+    free_.push_back(k);
+  }
+  freed_.notify_one();
+}
+
 Service::Service(const std::vector<std::string>& dirs, const TranslateFlags& defaults, bool coalesce,
                  const std::vector<std::int64_t>& ids) {
   if (!ids.empty() && ids.size() != dirs.size())
@@ -91,12 +113,12 @@ Service::Service(const std::vector<std::string>& dirs, const TranslateFlags& def
     auto m = std::make_unique<ServedModel>();
     m->id = ids.empty() ? static_cast<std::int64_t>(models_.size()) : ids[models_.size()];
     m->dir = dir;
-    m->models.push_back(load_model_dir(dir));
     m->defaults = defaults;
     m->defaults.models = {dir};
+    m->copies.set(load_replicas(m->defaults, load_models(m->defaults), "serve: --copies"));
     m->dictionary = dictionary;
     m->coalesce = coalesce;
-    if (m->models.front().config.attention == AttentionKind::None && (!defaults.alignments.empty() || defaults.replace_unk))
+    if (m->copies.model().config.attention == AttentionKind::None && (!defaults.alignments.empty() || defaults.replace_unk))
       fail("serve: {} needs models with attention; {} has none",
            defaults.replace_unk ? "--replace-unk" : "--alignments", dir);
     models_.push_back(std::move(m));
@@ -120,7 +142,7 @@ std::string Service::translate(std::string_view body) {
   std::vector<std::vector<TextTranslation>> out = translate_for(m, r.sources, tokens, f, options);
   if (f.replace_unk)
     for (auto& n_best : out)
-      for (TextTranslation& t : n_best) replace_unknown_words(t, m.dictionary, m.models.front().codecs.target);
+      for (TextTranslation& t : n_best) replace_unknown_words(t, m.dictionary, m.copies.model().codecs.target);
   // OpenNMT-py's shape: one list per rank, each with one answer per item.
   Json answer = Json::array();
   for (std::int64_t k = 0; k < f.decode.n_best; ++k) {
@@ -142,13 +164,13 @@ std::string Service::explain(std::string_view body) {
   f.alignments.clear();
   f.replace_unk = false;
   const DecodeOptions options = decode_options(f);
-  LoadedModel& lm = m.models.front();
-  std::lock_guard<std::mutex> lock(m.mutex);
+  Copies::Lease copy = m.copies.take();
+  LoadedModel& lm = copy.models().front();
   const std::vector<std::int64_t> tokens = checked(m, {r.src}, options);
   if (tokens.front() == 0) throw HttpError(400, "explain: \"src\" has no tokens: nothing to explain");
   if (r.ref)  // the α and dL/dα matrices, bounded before any work
     check_attention_gradients_memory(tokens.front(), static_cast<std::int64_t>(lm.codecs.target.encode(*r.ref).size()));
-  const std::vector<TextTranslation> n_best = translate_lines(m.models, {r.src}, tokens, f, options).front();
+  const std::vector<TextTranslation> n_best = translate_lines(copy.models(), {r.src}, tokens, f, options).front();
   Json out;
   out["model"] = m.id;
   out["attention"] = std::string(attention_name(lm.config.attention));
@@ -168,7 +190,7 @@ std::string Service::explain(std::string_view body) {
   const TextTranslation greedy =
       f.decode.beam == 1 || r.ref  // with a reference, only the source tokens are read from it
           ? n_best.front()
-          : translate_lines(m.models, {r.src}, tokens, greedy_flags, decode_options(greedy_flags)).front().front();
+          : translate_lines(copy.models(), {r.src}, tokens, greedy_flags, decode_options(greedy_flags)).front().front();
   const AttentionGradients g = explained_gradients(lm, greedy, r.ref ? &*r.ref : nullptr);
   out["target_tokens"] = g.target_tokens;
   out["alpha"] = g.alpha;
@@ -197,7 +219,8 @@ std::string Service::models() const {
                      {"n_best", f.decode.n_best},
                      {"report_align", !f.alignments.empty()},
                      {"replace_unk", f.replace_unk}}},
-                   {"attention", std::string(attention_name(m->models.front().config.attention))}});
+                   {"attention", std::string(attention_name(m->copies.model().config.attention))},
+                   {"copies", m->copies.size()}});
   }
   return dump(out);
 }

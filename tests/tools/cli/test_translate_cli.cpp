@@ -400,9 +400,11 @@ TEST_CASE("--workers N is refused up front when its copies of the models would t
   // 3 more copies of 1 MB fit in 16 GB; of 3 GB (9 GB in all) they do not.
   CHECK_NOTHROW(tools::check_replica_memory(1'000'000, 3, 16'000'000'000));
   CHECK_THROWS_WITH_AS(tools::check_replica_memory(3'000'000'000, 3, 16'000'000'000),
-                       doctest::Contains("--workers 4 would load 3 more copies of the models (3000.0 MB each, "
-                                         "9.0 GB in all), more than half of this machine's memory (16.0 GB)"),
+                       doctest::Contains("translate: --workers 4 would load 3 more copies of the models (3000.0 MB "
+                                         "each, 9.0 GB in all), more than half of this machine's memory (16.0 GB)"),
                        Error);
   CHECK_NOTHROW(tools::check_replica_memory(3'000'000'000, 0, 16'000'000'000));  // one worker: no copies
   CHECK_NOTHROW(tools::check_replica_memory(3'000'000'000, 3, 0));               // memory unknown
+  CHECK_THROWS_WITH_AS(tools::check_replica_memory(3'000'000'000, 3, 16'000'000'000, "serve: --copies"),
+                       doctest::Contains("serve: --copies 4 would load 3 more copies"), Error);
 }

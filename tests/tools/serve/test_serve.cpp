@@ -4,6 +4,7 @@
 // requests and signals).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <thread>
 
@@ -135,6 +136,7 @@ TEST_CASE("serve translates as attend translate does, with OpenNMT-py's answer s
   CHECK(j[0]["model_id"] == 0);
   CHECK(j[0]["models"] == Json::array({m.additive}));
   CHECK(j[0]["attention"] == "additive");
+  CHECK(j[0]["copies"] == 1);
   CHECK(j[0]["opt"]["beam_size"] == 1);
   CHECK(j[1]["model_id"] == 1);
   CHECK(j[1]["attention"] == "none");
@@ -236,9 +238,12 @@ TEST_CASE("/explain gives the step's numbers of dot and general attention too") 
   CHECK(server.stop().exit_code == 0);
 }
 
-TEST_CASE("serve gives N concurrent clients the answers one client gets") {
+TEST_CASE("serve gives N concurrent clients the answers one client gets, with one copy of a model or two") {
   Models m;
-  ServeChild server(m.scratch, {"--model", m.additive, "--model", m.none, "--workers", "4"});
+  std::vector<std::string> args = {"--model", m.additive, "--model", m.none, "--workers", "4"};
+  SUBCASE("one copy") {}
+  SUBCASE("two copies (--copies 2)") { args.insert(args.end(), {"--copies", "2", "--threads", "1"}); }
+  ServeChild server(m.scratch, args);
   const std::vector<std::pair<std::string, std::string>> requests = {
       {"/translator/translate", translate_body(kSentences)},
       {"/translator/translate", translate_body(kSentences, {{"beam_size", 4}, {"n_best", 2}, {"report_align", true}})},
@@ -249,6 +254,8 @@ TEST_CASE("serve gives N concurrent clients the answers one client gets") {
   std::vector<std::string> alone;
   {
     httplib::Client c = server.client();
+    const Json models = Json::parse(get(c, "/translator/models").body);
+    CHECK(models[0]["copies"] == (std::find(args.begin(), args.end(), "--copies") != args.end() ? 2 : 1));
     for (const auto& [path, body] : requests) {
       Answer a = post(c, path, body);
       REQUIRE(a.status == 200);
@@ -276,9 +283,14 @@ TEST_CASE("serve gives N concurrent clients the answers one client gets") {
   CHECK(server.stop().exit_code == 0);
 }
 
-TEST_CASE("serve --coalesce: concurrent clients get the translations one client gets") {
+TEST_CASE("serve --coalesce: concurrent clients get the translations one client gets, with one copy or two") {
   Models m;
-  ServeChild server(m.scratch, {"--model", m.additive, "--workers", "8", "--coalesce"});
+  std::vector<std::string> args = {"--model", m.additive, "--workers", "8", "--coalesce"};
+  SUBCASE("one copy") {}
+  // A request another has taken into its batch may get a copy of its own meanwhile:
+  // it must wait for its answers, not translate itself again.
+  SUBCASE("two copies (--copies 2)") { args.insert(args.end(), {"--copies", "2", "--threads", "1"}); }
+  ServeChild server(m.scratch, args);
   const std::vector<std::string> bodies = {translate_body({kSentences[0], kSentences[1]}),
                                            translate_body({kSentences[3]}),
                                            translate_body({kSentences[1]}, {{"beam_size", 3}, {"n_best", 2}})};
