@@ -2,6 +2,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+
 #include <fmt/format.h>
 
 #include "core/error.hpp"
@@ -25,9 +30,30 @@ std::uint64_t physical_memory() {
   return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page);
 }
 
+namespace {
+
+// ATTEND_DECODE_MEMORY_LIMIT, for tests: a lower limit in bytes, so that a test
+// can decode a line at the limit under a small cap on its address space
+// (tests/tools/cli/test_decode_memory_cli.cpp). It can only lower the limit.
+std::uint64_t limit_from_environment(std::uint64_t limit) {
+  const char* text = std::getenv("ATTEND_DECODE_MEMORY_LIMIT");
+  if (text == nullptr) return limit;
+  std::uint64_t bytes = 0;
+  const char* end = text + std::strlen(text);
+  const auto [at, ec] = std::from_chars(text, end, bytes);
+  if (ec != std::errc() || at != end || bytes == 0)
+    fail("ATTEND_DECODE_MEMORY_LIMIT: '{}' is not a positive number of bytes", text);
+  return std::min(limit, bytes);
+}
+
+}  // namespace
+
 std::uint64_t decode_memory_limit() {
-  const std::uint64_t physical = physical_memory();
-  return physical == 0 ? kMaxDecodeBytes : std::min(kMaxDecodeBytes, physical / 2);
+  static const std::uint64_t limit = [] {  // read once: every check of a run uses one limit
+    const std::uint64_t physical = physical_memory();
+    return limit_from_environment(physical == 0 ? kMaxDecodeBytes : std::min(kMaxDecodeBytes, physical / 2));
+  }();
+  return limit;
 }
 
 std::string bytes_text(std::uint64_t bytes) {

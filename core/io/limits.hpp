@@ -51,7 +51,8 @@ std::string read_bounded_file(const std::string& path, const std::string& op,
 // The machine's physical memory in bytes (0 if unknown).
 std::uint64_t physical_memory();
 
-// kMaxDecodeBytes, or half the physical memory when that is less.
+// kMaxDecodeBytes, or half the physical memory when that is less; for tests,
+// lower still when the environment's ATTEND_DECODE_MEMORY_LIMIT (bytes) says so.
 std::uint64_t decode_memory_limit();
 
 // "2 GiB", "65536 bytes": a size for a message.

@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "core/error.hpp"
+#include "core/kernels/detail/openblas_calls.hpp"
 #include "core/kernels/packed_gemm.hpp"
 
 namespace attend::blas {
@@ -31,14 +32,34 @@ CBLAS_TRANSPOSE op(bool trans) { return trans ? CblasTrans : CblasNoTrans; }
 // (tests/core/kernels/test_blas_threads.cpp).
 std::shared_mutex openblas_mutex;
 
+// The calls inside OpenBLAS now, and the most there were at once while it had
+// more than one thread (detail/openblas_calls.hpp): what the lock is for, made
+// visible to a test, as no tool sees inside OpenBLAS.
+std::atomic<int> calls_inside{0};
+std::atomic<int> most_calls_threaded{0};
+
+bool one_thread_on_caller() { return openblas_get_parallel() == 1 && openblas_get_num_threads() == 1; }  // 1: pthreads
+
+template <class F>
+void counted(F&& call) {
+  const int inside = calls_inside.fetch_add(1) + 1;
+  if (!one_thread_on_caller()) {
+    int most = most_calls_threaded.load();
+    while (inside > most && !most_calls_threaded.compare_exchange_weak(most, inside)) {
+    }
+  }
+  call();
+  calls_inside.fetch_sub(1);
+}
+
 template <class F>
 void call_openblas(F&& call) {
   {
     const std::shared_lock shared(openblas_mutex);
-    if (openblas_get_parallel() == 1 && openblas_get_num_threads() == 1) return call();  // 1: pthreads
+    if (one_thread_on_caller()) return counted(call);
   }
   const std::unique_lock exclusive(openblas_mutex);
-  call();
+  counted(call);
 }
 
 // An empty product still has to apply beta to C.
@@ -244,6 +265,9 @@ void set_num_threads(int n) {
 }
 
 int num_threads() { return openblas_get_num_threads(); }
+
+int detail::most_openblas_calls_at_once() { return most_calls_threaded.load(); }
+void detail::reset_openblas_calls_at_once() { most_calls_threaded = 0; }
 
 CpuVectors cpu_vectors() {
   CpuVectors cpu;

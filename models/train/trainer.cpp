@@ -124,8 +124,13 @@ std::vector<EpochReport> Trainer::run() {
     while (!it.done()) {
       if (stop_requested()) return end_session(std::move(reports));
       if (out_of_time()) {
-        finish_epoch(epoch_loss_sum_, epoch_tokens_, epoch_steps_, false);
-        reports.push_back(history_.back());
+        // An epoch that max_steps or minutes ends before its first step is not
+        // begun: it would log a row without a step and validate the previous
+        // epoch's weights again. The checkpoint resumes at its start.
+        if (epoch_steps_ > 0) {
+          finish_epoch(epoch_loss_sum_, epoch_tokens_, epoch_steps_, false);
+          reports.push_back(history_.back());
+        }
         return end_session(std::move(reports));
       }
       train_step(it);
@@ -242,9 +247,9 @@ void Trainer::finish_epoch(double loss_sum, std::int64_t tokens, std::int64_t st
   r.epoch = epoch_ + 1;
   r.steps = steps;
   r.complete = complete;
-  // An epoch can end before its first step (--max-steps reached at the end of
-  // the previous one, or time up): it has no training loss, NaN, which the log
-  // shows as an empty field and the command line as "-".
+  // run() does not begin an epoch it cannot take a step of; should one still
+  // have none, it has no training loss, NaN, which the log shows as an empty
+  // field and the command line as "-".
   r.train_loss = tokens > 0 ? loss_sum / static_cast<double>(tokens) : NAN;
   r.valid_loss = evaluate_loss(valid_);
   r.valid_perplexity = std::exp(r.valid_loss);

@@ -26,6 +26,19 @@ std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
+// What a shell command prints on its standard output; throws when it fails.
+std::string output_of(const std::string& command) {
+  std::FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) fail("explain: could not run '{}'", command);
+  std::string out;
+  char buffer[4096];
+  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, n);
+  const bool read_error = std::ferror(pipe) != 0;
+  const int status = pclose(pipe);
+  if (read_error || status != 0) fail("explain: '{}' failed", command);
+  return out;
+}
+
 // Writes the DOT file and, when Graphviz's `dot` is installed, the SVG beside it.
 void write_dot(const std::string& path, const std::string& dot) {
   write_file_atomic(path, dot);
@@ -43,8 +56,11 @@ void write_dot(const std::string& path, const std::string& dot) {
     fmt::print(" or let attend draw the graph itself: attend explain --graph step.svg)\n");
     return;
   }
-  const std::string command = fmt::format("dot -Tsvg {} -o {}", shell_quote(path), shell_quote(svg.string()));
-  if (std::system(command.c_str()) != 0) fail("explain: '{}' failed", command);
+  // dot writes to its standard output, not to the SVG: the SVG is then written
+  // as every output is (write_file_atomic), complete or absent, and through a
+  // device, FIFO or symlink, never renamed over.
+  const std::string command = fmt::format("dot -Tsvg {}", shell_quote(path));
+  write_file_atomic(svg.string(), output_of(command));
   fmt::print("rendered it to {}\n", svg.string());
 }
 

@@ -126,6 +126,9 @@ void finish(Communicator& world, const TrainFlags& f, const StagedModelDir* stag
       fmt::print("\ninterrupted: checkpoint saved in {}; continue with the same command and --resume\n", f.out);
     throw CLI::RuntimeError(stop_status);
   }
+  if (trainer.epoch() < f.train.epochs)  // not stopped: --max-steps or --minutes ran out
+    fmt::print("\ntime is up at step {}, in epoch {} of {}; continue with --resume and a higher --max-steps or --minutes\n",
+               trainer.global_step(), trainer.epoch() + 1, f.train.epochs);
   print_best(f, data, trainer);
 }
 

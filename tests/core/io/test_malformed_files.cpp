@@ -104,7 +104,7 @@ std::vector<Case> safetensors_cases() {
       {"a shape whose product overflows",
        safetensors(R"({"w": {"dtype": "F64", "shape": [4294967296, 4294967296, 2], "data_offsets": [0, 16]}})", data16),
        "tensor 'w' has shape [4294967296, 4294967296, 2] with too many elements"},
-      {"a shape that overflows before its zero dimension is reached",
+      {"a shape whose zero dimension comes after two that overflow together holds 0 elements, not 4 bytes",
        safetensors(R"({"w": {"dtype": "F32", "shape": [4611686018427387904, 4611686018427387904, 0],)"
                    R"( "data_offsets": [0, 4]}})", "1234"),
        "tensor 'w' has data_offsets [0, 4] but F32 [4611686018427387904, 4611686018427387904, 0] needs 0 bytes"},

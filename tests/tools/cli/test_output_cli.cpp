@@ -32,16 +32,18 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Why the last make_full_device made no node.
+std::string why_no_full_device;
+
 // DIR/name, a node of the full device, or "" where mknod is not allowed.
 std::string make_full_device(const Scratch& s, const std::string& name = "full") {
-  std::string why_not;
-  return attend::testing::make_full_device(s, why_not, name);
+  return attend::testing::make_full_device(s, why_no_full_device, name);
 }
 
-#define SKIP_WITHOUT_MKNOD(path)                                                            \
-  if ((path).empty()) {                                                                     \
-    MESSAGE("skipped: mknod is not allowed here (", std::strerror(errno), ")");             \
-    return;                                                                                 \
+#define SKIP_WITHOUT_MKNOD(path)                       \
+  if ((path).empty()) {                                \
+    MESSAGE("skipped: ", why_no_full_device);          \
+    return;                                            \
   }
 
 // `attend ARGS...` in a child whose standard output is the file at stdout_path
