@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "core/error.hpp"
+#include "core/kernels/detail/packed_gemm_detail.hpp"
 #include "core/kernels/packed_gemm.hpp"
 
 namespace attend::blas {
