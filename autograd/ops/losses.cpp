@@ -175,6 +175,16 @@ void block_losses(T* z, T* dz, T* db, const T* pb, const Indices& targets, std::
   }
 }
 
+// linear's backward for one block's rows, with dy = dz (rows, V): the block's
+// rows of dh_1 and its share of dW_1 (each null when not wanted).
+//   dh_rows (rows, H) = dz (rows, V) @ W (V, H);   dW (V, H) += dz^T (V, rows) @ h_rows (rows, H)
+template <class T>
+void block_linear_grads(const T* dz, const T* w, const T* h_rows, std::int64_t rows, std::int64_t H, std::int64_t V,
+                        T* dh_rows, T* dW) {
+  if (dh_rows) blas::gemm(false, false, rows, H, V, T(1), dz, V, w, H, T(0), dh_rows, H);
+  if (dW) blas::gemm(true, false, V, H, rows, T(1), dz, V, h_rows, H, T(1), dW, H);
+}
+
 }  // namespace
 
 // loss = cross_entropy(linear(h, W, b), targets): the projection to the
@@ -238,12 +248,9 @@ Tensor linear_cross_entropy(const Tensor& h, const Tensor& weight, const Tensor&
       blas::gemm(false, true, rows, V, H, T(1), h_rows, H, pw, H, T(0), z, V);
       block_losses(z, dz, db1.defined() ? db1.data<T>() : nullptr, pb, targets, r0, rows, V, ignore_index, eps,
                    scale, total);
-      if (!grads) continue;
-      // linear's backward for these rows, with dy = dz
-      if (dh1.defined())  // dh_rows (rows, H) = dz (rows, V) @ W (V, H)
-        blas::gemm(false, false, rows, H, V, T(1), dz, V, pw, H, T(0), dh1.data<T>() + r0 * H, H);
-      if (dW1.defined())  // dW (V, H) += dz^T (V, rows) @ h_rows (rows, H)
-        blas::gemm(true, false, V, H, rows, T(1), dz, V, h_rows, H, T(1), dW1.data<T>(), H);
+      if (grads)
+        block_linear_grads(dz, pw, h_rows, rows, H, V, dh1.defined() ? dh1.data<T>() + r0 * H : nullptr,
+                           dW1.defined() ? dW1.data<T>() : nullptr);
     }
     loss.data<T>()[0] = static_cast<T>(count > 0 ? total / double(count) : 0.0);
   });
