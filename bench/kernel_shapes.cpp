@@ -16,6 +16,7 @@
 #include <fmt/core.h>
 
 #include "core/kernels/detail/packed_kernel.hpp"
+#include "core/kernels/detail/packed_gemm_detail.hpp"
 #include "core/kernels/detail/summary_kernel.hpp"
 
 #if defined(ATTEND_PACKED_WIDE)

@@ -20,6 +20,7 @@
 
 #include "bench/timing.hpp"
 #include "core/kernels/blas.hpp"
+#include "core/kernels/detail/packed_gemm_detail.hpp"
 #include "core/kernels/packed_gemm.hpp"
 
 using namespace attend;

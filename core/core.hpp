@@ -1,6 +1,7 @@
 #pragma once
 // Everything in core/: the tensor and its storage, dtypes, errors, random numbers;
 // io/ (files, safetensors, input limits) and kernels/ (BLAS, the packed products).
+// kernels/detail/ holds the kernels' implementation: not API, not included here.
 #include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "core/io/file_io.hpp"

@@ -64,7 +64,9 @@ bool caching();
 // give memory back to the system whenever 128 KiB at the top of the heap are
 // free, and map larger blocks afresh, so a loop that frees and allocates again
 // a few hundred KiB per turn (beam search's hypotheses and per-search buffers)
-// touched fresh pages every time: at config S a fifth of beam search's time.
+// touches fresh pages, and takes their page faults, every time. What that costs
+// is `attend bench --no-train`'s "beam" line run as it is and with glibc's
+// defaults (MALLOC_TRIM_THRESHOLD_=131072 MALLOC_MMAP_THRESHOLD_=131072).
 // The process then holds up to `bytes` more than it uses. attend sets 32 MiB by
 // itself at its first tensor allocation, unless the program chose before: by
 // calling this, or with glibc's MALLOC_TRIM_THRESHOLD_, MALLOC_MMAP_THRESHOLD_

@@ -1,6 +1,7 @@
 #pragma once
 // Everything in layers/: Module, Linear, Embedding, Dropout, saving;
 // attention/ (additive and dot) and lstm/ (cell, sequence, layers).
+// attention/detail/ and lstm/detail/ hold their shared loops: not API, not included here.
 #include "layers/attention/attention.hpp"
 #include "layers/dropout.hpp"
 #include "layers/embedding.hpp"

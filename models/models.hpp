@@ -1,7 +1,8 @@
 #pragma once
 // Everything in models/: the Seq2Seq model and its directory on disk; data/ (text
 // to tokens), decode/ (greedy, beam, ensembles), train/ (trainer, checkpoints, MPI,
-// averaging) and eval/ (BLEU).
+// averaging) and eval/ (BLEU). data/detail/, decode/detail/ and train/detail/ hold
+// implementation headers: not API, not included here.
 #include "models/data/corpus.hpp"
 #include "models/data/dataset.hpp"
 #include "models/data/gettext.hpp"

@@ -97,6 +97,127 @@ ElementCheck make_check(std::vector<std::int64_t> index, double analytic, double
   return c;
 }
 
+// The inputs to differentiate: those that require grad, each checked to be a
+// float64 leaf that is passed once. Error when there is none.
+std::vector<int> checked_inputs(const Tensors& inputs) {
+  std::vector<int> checked;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    check_defined("gradcheck", inputs[i], "an input");
+    for (std::size_t j = 0; j < i; ++j)
+      if (inputs[i].same(inputs[j])) fail("gradcheck: input {} is the same tensor as input {}; pass it once", i, j);
+    if (!inputs[i].requires_grad()) continue;
+    if (inputs[i].dtype() != Float64)
+      fail("gradcheck: input {} is {}; finite differences need float64 (convert with .to(attend::Float64))", i,
+           inputs[i].dtype());
+    if (!inputs[i].is_leaf()) fail("gradcheck: input {} is not a leaf; pass tensors created directly, not computed", i);
+    checked.push_back(static_cast<int>(i));
+  }
+  if (checked.empty()) fail("gradcheck: no input requires grad; call requires_grad_() on the inputs to check");
+  return checked;
+}
+
+// One backward's gradients of L = sum_k sum(y_k * R_k), R_k random (rs): raw is
+// each input's .grad after it, analytic the same less the seed G that .grad held
+// before (with check_accumulation; else raw itself). The inputs' .grad are as
+// the caller left them afterwards.
+struct Analytic {
+  Tensors rs, seeds, raw, analytic;
+};
+
+Analytic analytic_gradients(const MultiOutputFn& fn, const Tensors& inputs, const GradcheckOptions& options,
+                            Generator& gen) {
+  Analytic out;
+  // .grad seeded with G (or empty), one backward, .grad - G.
+  std::vector<Tensor> saved_grads;
+  out.seeds.resize(inputs.size());
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    Tensor t = inputs[i];  // a handle: set_grad reaches the caller's tensor
+    saved_grads.push_back(t.grad());
+    t.zero_grad();
+    if (options.check_accumulation && t.requires_grad()) {
+      out.seeds[i] = normal(t.shape(), 0.0, 1.0, gen, Float64);
+      t.set_grad(out.seeds[i].clone());
+    }
+  }
+  auto restore_grads = [&] {
+    for (std::size_t i = 0; i < inputs.size(); ++i) Tensor(inputs[i]).set_grad(saved_grads[i]);
+  };
+  try {
+    EnableGradGuard enable_grad;
+    ReplayGuard no_replay(false);
+    Tensors ys = fn(inputs);
+    check_outputs(ys, 0);
+    Tensors roots, grads;
+    for (const Tensor& y : ys) {
+      out.rs.push_back(normal(y.shape(), 0.0, 1.0, gen, Float64));
+      if (y.requires_grad()) {
+        roots.push_back(y);
+        grads.push_back(out.rs.back());
+      }
+    }
+    if (!roots.empty()) backward(roots, grads);
+    for (const Tensor& t : inputs) out.raw.push_back(t.grad().defined() ? t.grad().clone() : zeros_like(t));
+  } catch (...) {
+    restore_grads();
+    throw;
+  }
+  restore_grads();
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    out.analytic.push_back(out.raw[i].clone());
+    if (out.seeds[i].defined()) out.analytic.back().add_(out.seeds[i], -1.0);
+  }
+  return out;
+}
+
+// Input i's analytic gradient against central differences of loss(), element by
+// element. Returns whether raw .grad (the seed not subtracted) matched instead.
+template <class Loss>
+bool compare_elements(Tensor x, const Tensor& analytic, const Tensor& raw, const GradcheckOptions& options,
+                      const Loss& loss, InputReport& r) {
+  double* px = x.data<double>();
+  const double* pa = analytic.data<double>();
+  const double* pr = raw.data<double>();
+  double worst_score = -1;
+  bool raw_matches = true;
+  for (std::int64_t j = 0; j < x.numel(); ++j) {
+    const double original = px[j];
+    px[j] = original + options.eps;
+    const double plus = loss();
+    px[j] = original - options.eps;
+    const double minus = loss();
+    px[j] = original;
+    const double numeric = (plus - minus) / (2 * options.eps);
+    const double tolerance = options.atol + options.rtol * std::abs(numeric);
+    raw_matches = raw_matches && std::abs(pr[j] - numeric) <= tolerance;
+    add_check(r, make_check(unravel(j, x.shape()), pa[j], numeric, tolerance), options.max_reported, worst_score);
+  }
+  return raw_matches;
+}
+
+// The same along options.directions random directions v: the analytic gradient
+// dotted with v against the central difference of loss() along v.
+template <class Loss>
+bool compare_directions(Tensor x, const Tensor& analytic, const Tensor& raw, const GradcheckOptions& options,
+                        const Loss& loss, Generator& gen, InputReport& r) {
+  double worst_score = -1;
+  bool raw_matches = true;
+  const Tensor original = x.clone();
+  for (int d = 0; d < options.directions; ++d) {
+    const Tensor v = normal(x.shape(), 0.0, 1.0, gen, Float64);
+    x.copy_(original).add_(v, options.eps);
+    const double plus = loss();
+    x.copy_(original).add_(v, -options.eps);
+    const double minus = loss();
+    x.copy_(original);
+    const double numeric = (plus - minus) / (2 * options.eps);
+    // Each element may be off by its own tolerance; over a random v these add in quadrature.
+    const double tolerance = options.atol * std::sqrt(dot(v, v)) + options.rtol * std::abs(numeric);
+    raw_matches = raw_matches && std::abs(dot(raw, v) - numeric) <= tolerance;
+    add_check(r, make_check({}, dot(analytic, v), numeric, tolerance), options.max_reported, worst_score);
+  }
+  return raw_matches;
+}
+
 }  // namespace
 
 namespace gradcheck_detail {
@@ -114,108 +235,25 @@ GradcheckReport empty_report(const GradcheckOptions& options) {
 
 GradcheckReport compare(const MultiOutputFn& fn, const Tensors& inputs, const GradcheckOptions& options) {
   check_options(options, inputs.size());
-  std::vector<int> checked;
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    check_defined("gradcheck", inputs[i], "an input");
-    for (std::size_t j = 0; j < i; ++j)
-      if (inputs[i].same(inputs[j])) fail("gradcheck: input {} is the same tensor as input {}; pass it once", i, j);
-    if (!inputs[i].requires_grad()) continue;
-    if (inputs[i].dtype() != Float64)
-      fail("gradcheck: input {} is {}; finite differences need float64 (convert with .to(attend::Float64))", i,
-           inputs[i].dtype());
-    if (!inputs[i].is_leaf()) fail("gradcheck: input {} is not a leaf; pass tensors created directly, not computed", i);
-    checked.push_back(static_cast<int>(i));
-  }
-  if (checked.empty()) fail("gradcheck: no input requires grad; call requires_grad_() on the inputs to check");
-
-  // The analytic gradient: .grad seeded with G (or empty), one backward, .grad - G.
+  const std::vector<int> checked = checked_inputs(inputs);
   Generator gen(options.seed);
-  std::vector<Tensor> saved_grads, seeds(inputs.size());
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    Tensor t = inputs[i];  // a handle: set_grad reaches the caller's tensor
-    saved_grads.push_back(t.grad());
-    t.zero_grad();
-    if (options.check_accumulation && t.requires_grad()) {
-      seeds[i] = normal(t.shape(), 0.0, 1.0, gen, Float64);
-      t.set_grad(seeds[i].clone());
-    }
-  }
-  auto restore_grads = [&] {
-    for (std::size_t i = 0; i < inputs.size(); ++i) Tensor(inputs[i]).set_grad(saved_grads[i]);
-  };
-  Tensors rs, raw;
-  try {
-    EnableGradGuard enable_grad;
-    ReplayGuard no_replay(false);
-    Tensors ys = fn(inputs);
-    check_outputs(ys, 0);
-    Tensors roots, grads;
-    for (const Tensor& y : ys) {
-      rs.push_back(normal(y.shape(), 0.0, 1.0, gen, Float64));
-      if (y.requires_grad()) {
-        roots.push_back(y);
-        grads.push_back(rs.back());
-      }
-    }
-    if (!roots.empty()) backward(roots, grads);
-    for (const Tensor& t : inputs) raw.push_back(t.grad().defined() ? t.grad().clone() : zeros_like(t));
-  } catch (...) {
-    restore_grads();
-    throw;
-  }
-  restore_grads();
-  Tensors analytic;
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    analytic.push_back(raw[i].clone());
-    if (seeds[i].defined()) analytic.back().add_(seeds[i], -1.0);
-  }
+  const Analytic g = analytic_gradients(fn, inputs, options, gen);
 
   GradcheckReport report = empty_report(options);
   NoGradGuard no_grad;
   ReplayGuard no_replay(false);
-  auto loss = [&] { return weighted_sum(fn(inputs), rs); };
+  auto loss = [&] { return weighted_sum(fn(inputs), g.rs); };
   for (int i : checked) {
-    Tensor x = inputs[i];
-    double* px = x.data<double>();
     InputReport r;
     r.input = i;
     r.name = i < static_cast<int>(options.names.size()) && !options.names[i].empty() ? options.names[i]
                                                                                       : fmt::format("input {}", i);
-    r.shape = x.shape();
-    double worst_score = -1;
-    bool raw_matches = true;  // does .grad without the seed subtracted match? (an assignment)
-    if (options.directions == 0) {
-      const double* pa = analytic[i].data<double>();
-      const double* pr = raw[i].data<double>();
-      for (std::int64_t j = 0; j < x.numel(); ++j) {
-        const double original = px[j];
-        px[j] = original + options.eps;
-        const double plus = loss();
-        px[j] = original - options.eps;
-        const double minus = loss();
-        px[j] = original;
-        const double numeric = (plus - minus) / (2 * options.eps);
-        const double tolerance = options.atol + options.rtol * std::abs(numeric);
-        raw_matches = raw_matches && std::abs(pr[j] - numeric) <= tolerance;
-        add_check(r, make_check(unravel(j, x.shape()), pa[j], numeric, tolerance), options.max_reported, worst_score);
-      }
-    } else {
-      const Tensor original = x.clone();
-      for (int d = 0; d < options.directions; ++d) {
-        const Tensor v = normal(x.shape(), 0.0, 1.0, gen, Float64);
-        x.copy_(original).add_(v, options.eps);
-        const double plus = loss();
-        x.copy_(original).add_(v, -options.eps);
-        const double minus = loss();
-        x.copy_(original);
-        const double numeric = (plus - minus) / (2 * options.eps);
-        // Each element may be off by its own tolerance; over a random v these add in quadrature.
-        const double tolerance = options.atol * std::sqrt(dot(v, v)) + options.rtol * std::abs(numeric);
-        raw_matches = raw_matches && std::abs(dot(raw[i], v) - numeric) <= tolerance;
-        add_check(r, make_check({}, dot(analytic[i], v), numeric, tolerance), options.max_reported, worst_score);
-      }
-    }
-    r.assigns_instead_of_adding = !r.passed && seeds[i].defined() && raw_matches && r.checked > 0;
+    r.shape = inputs[i].shape();
+    // does .grad without the seed subtracted match? (an assignment)
+    const bool raw_matches = options.directions == 0
+                                 ? compare_elements(inputs[i], g.analytic[i], g.raw[i], options, loss, r)
+                                 : compare_directions(inputs[i], g.analytic[i], g.raw[i], options, loss, gen, r);
+    r.assigns_instead_of_adding = !r.passed && g.seeds[i].defined() && raw_matches && r.checked > 0;
     report.passed = report.passed && r.passed;
     report.inputs.push_back(std::move(r));
   }

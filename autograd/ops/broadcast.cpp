@@ -1,4 +1,4 @@
-#include "autograd/ops/broadcast.hpp"
+#include "autograd/ops/detail/broadcast.hpp"
 
 #include <algorithm>
 

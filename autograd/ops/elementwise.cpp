@@ -3,7 +3,7 @@
 #include <cmath>
 #include <type_traits>
 
-#include "autograd/ops/broadcast.hpp"
+#include "autograd/ops/detail/broadcast.hpp"
 #include "autograd/ops.hpp"
 #include "core/kernels/detail/fast_math.hpp"
 

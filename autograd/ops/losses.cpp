@@ -122,6 +122,71 @@ Tensor cross_entropy(const Tensor& logits, const Indices& targets, std::int64_t 
   return loss;
 }
 
+namespace {
+
+// linear_cross_entropy's arguments, checked before any work: h (N, H), W (V, H),
+// b (V) or undefined, targets (N), label_smoothing in [0, 1].
+void check_linear_cross_entropy(const char* op, const Tensor& h, const Tensor& weight, const Tensor& bias,
+                                const Indices& targets, double label_smoothing) {
+  check_defined(op, h, "h");
+  check_defined(op, weight, "weight");
+  check_same_dtype(op, h, weight);
+  if (h.dim() != 2) fail("{}: h must be (N, H), got {}", op, h.shape());
+  if (weight.dim() != 2 || weight.size(1) != h.size(1))
+    fail("{}: weight must be (V, {}) to match h {}, got {}", op, h.size(1), h.shape(), weight.shape());
+  const std::int64_t N = h.size(0), V = weight.size(0);
+  if (bias.defined()) {
+    check_same_dtype(op, h, bias);
+    if (!(bias.shape() == Shape{V})) fail("{}: bias must be ({}) for weight {}, got {}", op, V, weight.shape(), bias.shape());
+  }
+  if (targets.shape.rank() != 1 || targets.numel() != N)
+    fail("{}: targets must have shape [{}] to match h {}, got {}", op, N, h.shape(), targets.shape);
+  if (!(label_smoothing >= 0.0 && label_smoothing <= 1.0))
+    fail("{}: label_smoothing must be in [0, 1], got {}", op, label_smoothing);
+}
+
+// One block's rows r0 .. r0 + rows, their logits z (rows, V) = h W^T already
+// computed, each in one go while it sits in cache (a block is larger than the L2
+// cache; a separate pass per step would fetch it from memory each time):
+//   z_i += b;   loss_i = cross_entropy(z_i, t_i);   dz_i = (p_i - q_i) / count;   db_1 += dz_i
+// Adds each loss_i to total; dz and db are null when no gradient is wanted.
+template <class T>
+void block_losses(T* z, T* dz, T* db, const T* pb, const Indices& targets, std::int64_t r0, std::int64_t rows,
+                  std::int64_t V, std::int64_t ignore_index, double eps, T scale, double& total) {
+  const T off = static_cast<T>(eps / double(V)) * scale;  // q_k * scale for k != t
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const std::int64_t t = targets.values[r0 + i];
+    T* z_i = z + i * V;
+    T* dz_i = dz ? dz + i * V : nullptr;
+    if (t == ignore_index) {  // dz_i = 0
+      if (dz_i) std::fill(dz_i, dz_i + V, T(0));
+      continue;
+    }
+    if (pb) fast_math::axpy(T(1), pb, z_i, V);
+    double sum_e;
+    total += cross_entropy_row(z_i, V, t, eps, dz_i, sum_e);  // dz_i = e_i = exp(z_i - m)
+    if (dz_i) {
+      // p = e / s, so dz_k = (p_k - q_k) / count = e_k * (scale / s) - off, one pass
+      // (scale = 1 / count, off = eps / V * scale), and the target's q_t mass.
+      fast_math::scale_shift(static_cast<T>(double(scale) / sum_e), -off, dz_i, V);
+      dz_i[t] -= static_cast<T>(1 - eps) * scale;
+      if (db) fast_math::axpy(T(1), dz_i, db, V);  // db_1 = sum over rows of dz
+    }
+  }
+}
+
+// linear's backward for one block's rows, with dy = dz (rows, V): the block's
+// rows of dh_1 and its share of dW_1 (each null when not wanted).
+//   dh_rows (rows, H) = dz (rows, V) @ W (V, H);   dW (V, H) += dz^T (V, rows) @ h_rows (rows, H)
+template <class T>
+void block_linear_grads(const T* dz, const T* w, const T* h_rows, std::int64_t rows, std::int64_t H, std::int64_t V,
+                        T* dh_rows, T* dW) {
+  if (dh_rows) blas::gemm(false, false, rows, H, V, T(1), dz, V, w, H, T(0), dh_rows, H);
+  if (dW) blas::gemm(true, false, V, H, rows, T(1), dz, V, h_rows, H, T(1), dW, H);
+}
+
+}  // namespace
+
 // loss = cross_entropy(linear(h, W, b), targets): the projection to the
 // vocabulary and the loss as one op, the composed pair as its oracle
 // (tests/autograd/ops/test_linear_cross_entropy.cpp).
@@ -145,22 +210,9 @@ Tensor cross_entropy(const Tensor& logits, const Indices& targets, std::int64_t 
 Tensor linear_cross_entropy(const Tensor& h, const Tensor& weight, const Tensor& bias, const Indices& targets,
                             std::int64_t ignore_index, double label_smoothing) {
   const char* op = "linear_cross_entropy";
-  check_defined(op, h, "h");
-  check_defined(op, weight, "weight");
-  check_same_dtype(op, h, weight);
-  if (h.dim() != 2) fail("{}: h must be (N, H), got {}", op, h.shape());
-  if (weight.dim() != 2 || weight.size(1) != h.size(1))
-    fail("{}: weight must be (V, {}) to match h {}, got {}", op, h.size(1), h.shape(), weight.shape());
+  check_linear_cross_entropy(op, h, weight, bias, targets, label_smoothing);
   const std::int64_t N = h.size(0), H = h.size(1), V = weight.size(0);
   const bool has_bias = bias.defined();
-  if (has_bias) {
-    check_same_dtype(op, h, bias);
-    if (!(bias.shape() == Shape{V})) fail("{}: bias must be ({}) for weight {}, got {}", op, V, weight.shape(), bias.shape());
-  }
-  if (targets.shape.rank() != 1 || targets.numel() != N)
-    fail("{}: targets must have shape [{}] to match h {}, got {}", op, N, h.shape(), targets.shape);
-  if (!(label_smoothing >= 0.0 && label_smoothing <= 1.0))
-    fail("{}: label_smoothing must be in [0, 1], got {}", op, label_smoothing);
   const std::int64_t count = count_targets(op, targets, V, ignore_index);
   const double eps = label_smoothing;
 
@@ -188,42 +240,17 @@ Tensor linear_cross_entropy(const Tensor& h, const Tensor& weight, const Tensor&
     T* z = z_rows.data<T>();
     T* dz = grads ? dz_rows.data<T>() : nullptr;
     const T scale = count > 0 ? static_cast<T>(1.0 / double(count)) : T(0);
-    const T off = static_cast<T>(eps / double(V)) * scale;  // q_k * scale for k != t
     double total = 0;
     for (std::int64_t r0 = 0; r0 < N; r0 += R) {
       const std::int64_t rows = std::min(R, N - r0);
       const T* h_rows = ph + r0 * H;
-      // forward: z = h W^T, for these rows (+ b below, row by row)
+      // forward: z = h W^T, for these rows (+ b in block_losses, row by row)
       blas::gemm(false, true, rows, V, H, T(1), h_rows, H, pw, H, T(0), z, V);
-      // Then each row in one go while it sits in cache (a block is larger than the
-      // L2 cache; a separate pass per step would fetch it from memory each time):
-      //   z_i += b;   loss_i = cross_entropy(z_i, t_i);   dz_i = (p_i - q_i) / count;   db_1 += dz_i
-      T* db = db1.defined() ? db1.data<T>() : nullptr;
-      for (std::int64_t i = 0; i < rows; ++i) {
-        const std::int64_t t = targets.values[r0 + i];
-        T* z_i = z + i * V;
-        T* dz_i = grads ? dz + i * V : nullptr;
-        if (t == ignore_index) {  // dz_i = 0
-          if (dz_i) std::fill(dz_i, dz_i + V, T(0));
-          continue;
-        }
-        if (pb) fast_math::axpy(T(1), pb, z_i, V);
-        double sum_e;
-        total += cross_entropy_row(z_i, V, t, eps, dz_i, sum_e);  // dz_i = e_i = exp(z_i - m)
-        if (dz_i) {
-          // p = e / s, so dz_k = (p_k - q_k) / count = e_k * (scale / s) - off, one pass
-          // (scale = 1 / count, off = eps / V * scale), and the target's q_t mass.
-          fast_math::scale_shift(static_cast<T>(double(scale) / sum_e), -off, dz_i, V);
-          dz_i[t] -= static_cast<T>(1 - eps) * scale;
-          if (db) fast_math::axpy(T(1), dz_i, db, V);  // db_1 = sum over rows of dz
-        }
-      }
-      if (!grads) continue;
-      // linear's backward for these rows, with dy = dz
-      if (dh1.defined())  // dh_rows (rows, H) = dz (rows, V) @ W (V, H)
-        blas::gemm(false, false, rows, H, V, T(1), dz, V, pw, H, T(0), dh1.data<T>() + r0 * H, H);
-      if (dW1.defined())  // dW (V, H) += dz^T (V, rows) @ h_rows (rows, H)
-        blas::gemm(true, false, V, H, rows, T(1), dz, V, h_rows, H, T(1), dW1.data<T>(), H);
+      block_losses(z, dz, db1.defined() ? db1.data<T>() : nullptr, pb, targets, r0, rows, V, ignore_index, eps,
+                   scale, total);
+      if (grads)
+        block_linear_grads(dz, pw, h_rows, rows, H, V, dh1.defined() ? dh1.data<T>() + r0 * H : nullptr,
+                           dW1.defined() ? dW1.data<T>() : nullptr);
     }
     loss.data<T>()[0] = static_cast<T>(count > 0 ? total / double(count) : 0.0);
   });

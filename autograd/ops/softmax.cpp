@@ -14,7 +14,7 @@
 #include <limits>
 #include <vector>
 
-#include "autograd/ops/broadcast.hpp"
+#include "autograd/ops/detail/broadcast.hpp"
 #include "autograd/ops.hpp"
 
 namespace attend {

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "autograd/optim/detail/optim_state.hpp"
+
 namespace attend::optim {
 
 namespace {

@@ -10,6 +10,7 @@
 
 #include "autograd/grad_mode.hpp"
 #include "autograd/node.hpp"
+#include "autograd/optim/detail/optim_state.hpp"
 #include "core/kernels/detail/fast_math.hpp"
 
 namespace attend::optim {

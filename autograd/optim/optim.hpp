@@ -169,14 +169,4 @@ class Adadelta : public Optimizer {
 // would instead multiply every gradient by NaN).
 double clip_grad_norm(const std::vector<Tensor>& params, double max_norm);
 
-// ---- helpers for state_dict / load_state_dict of optimizers and schedules ----------
-namespace detail {
-Tensor scalar_state(double value);  // rank-0 float64
-// Reads the rank-0 entries `names` from state; with no_others, any other key is
-// unexpected. Throws "<who>::load_state_dict: the state does not match: ..." listing
-// every missing, unexpected and non-scalar entry.
-std::map<std::string, double> read_scalars(const std::string& who, const std::map<std::string, Tensor>& state,
-                                           const std::vector<std::string>& names);
-}  // namespace detail
-
 }  // namespace attend::optim

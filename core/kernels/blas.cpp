@@ -14,6 +14,7 @@
 
 #include "core/error.hpp"
 #include "core/kernels/detail/openblas_calls.hpp"
+#include "core/kernels/detail/packed_gemm_detail.hpp"
 #include "core/kernels/packed_gemm.hpp"
 
 namespace attend::blas {

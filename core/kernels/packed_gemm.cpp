@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/kernels/detail/packed_gemm_detail.hpp"
 #include "core/kernels/detail/packed_kernel.hpp"
 #include "core/kernels/detail/summary_kernel.hpp"
 

@@ -74,8 +74,9 @@ struct RowSummary {
 // and, when rows is not null, rows[i] summarises row i of y (m summaries, with
 // `skip` left out of the best token; -1 leaves out none). With store_y false, y
 // is neither read nor written: the summaries are all the product gives (greedy
-// decoding, which reads nothing else of a row whose summary is usable; the
-// stores of its 64 x 8,000 logits were a fifth of the product's memory traffic).
+// decoding, which reads nothing else of a row whose summary is usable: storing
+// its logits, 64 x 8,000 floats at config M, would add memory traffic the
+// summaries do not need; `attend bench --no-train` times greedy decoding).
 // That needs rows and beta 0 (Error otherwise); y must still be a valid buffer.
 struct Epilogue {
   const float* bias = nullptr;
@@ -110,35 +111,5 @@ enum class SummaryParts { All, MaxAndBest };
 void summarise_rows(std::int64_t m, const float* x, std::int64_t ldx, const float* w, std::int64_t n, std::int64_t k,
                     std::int64_t ldw, const float* bias, std::int64_t skip, RowSummary* rows,
                     SummaryParts parts = SummaryParts::All);
-
-namespace detail {
-// The kernels, one per instruction set; gemm_packed runs the widest this CPU has.
-enum class PackedKernel { Avx512, Avx2, Baseline };
-bool packed_kernel_runs(PackedKernel kernel);  // on this CPU (Baseline: always)
-PackedKernel packed_kernel();                  // the widest that runs
-void check_epilogue(float beta, const Epilogue& epilogue);  // Error on store_y false without rows or with beta
-// The product alone, untimed, with the kernel given (tests run each one):
-// Error when this CPU cannot run it.
-void packed_product(std::int64_t m, const float* x, std::int64_t ldx, const PackedMatrix& w, float beta, float* y,
-                    std::int64_t ldy, PackedKernel kernel, const Epilogue& epilogue = {});
-// The same with x given as its transpose: xt (K, m), rows ldxt apart (ldxt >= m).
-void packed_product_xt(std::int64_t m, const float* xt, std::int64_t ldxt, const PackedMatrix& w, float beta,
-                       float* y, std::int64_t ldy, PackedKernel kernel, const Epilogue& epilogue = {});
-
-// summarise_rows, untimed, with the kernel given (tests run each one).
-void summarise_rows(std::int64_t m, const float* x, std::int64_t ldx, const float* w, std::int64_t n, std::int64_t k,
-                    std::int64_t ldw, const float* bias, std::int64_t skip, RowSummary* rows, PackedKernel kernel,
-                    SummaryParts parts = SummaryParts::All);
-
-// C (m, n) = op(A) @ op(B) + beta * C, as blas::gemm with alpha 1 (blas.hpp), on
-// the packed kernel: op(B) is packed afresh (as W = op(B)^T). When trans_a, A is
-// read down its columns (packed_product_xt) where k is small, and transposed into
-// rows first where it is not (see kColumnsUpTo in packed_gemm.cpp). What blas::gemm runs for
-// float32 where this kernel is the faster (blas.cpp). Error on strides below
-// the sizes, as PackedMatrix.
-void gemm_by_packing(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, const float* a,
-                     std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc,
-                     PackedKernel kernel);
-}  // namespace detail
 
 }  // namespace attend::blas

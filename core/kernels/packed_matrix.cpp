@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/error.hpp"
+#include "core/kernels/detail/packed_gemm_detail.hpp"
 #include "core/kernels/packed_gemm.hpp"
 #include "core/kernels/detail/prefetch.hpp"
 #include "core/kernels/detail/transpose.hpp"

@@ -5,7 +5,7 @@
 // step from primitive ops (linear, slice, sigmoid, tanh, mul, add), whose
 // backward autograd derives; `attend explain --lstm` prints every gradient of
 // it. The fused backward spans three files:
-//   lstm_cell.cpp       the one-step op: the GEMMs, then the gate rows (backward: the lambda)
+//   lstm_cell.cpp       the one-step op: the GEMMs, then the gate rows (backward: lstm_cell_backward)
 //   lstm_sequence.cpp   the whole-sequence op: the same gate rows, the GEMMs batched over time
 //   lstm_kernels.cpp    the gate math of one row, forward and backward (lstm_kernels.hpp)
 #include "layers/lstm/lstm_cell.hpp"
@@ -60,14 +60,17 @@ LSTMSizes check_lstm_weights(const char* op, const LSTMWeights& w) {
   return {s_ih[1], H};
 }
 
-// The fused step. Saved for the backward: x, h_prev, c_prev, the gate
-// activations, tanh(c) and the weights.
-LSTMState lstm_cell(const Tensor& x, const LSTMState& state, const LSTMWeights& w) {
-  const char* op = "lstm_cell";
-  // Not a structured binding: the lambda below captures I and H, which clang 14
-  // (the fuzz preset) cannot do with bindings.
-  const LSTMSizes sizes = check_lstm_weights(op, w);
-  const std::int64_t I = sizes.input, H = sizes.hidden;
+namespace {
+
+// lstm_cell's sizes, once its arguments are checked, and which copies of the
+// weights its products use (LSTMWeights: packed, transposed, or neither).
+struct CellSizes {
+  std::int64_t B, I, H;
+  bool packed, transposed;
+};
+
+CellSizes check_lstm_cell(const char* op, const Tensor& x, const LSTMState& state, const LSTMWeights& w) {
+  const auto [I, H] = check_lstm_weights(op, w);
   check_defined(op, x, "x");
   check_defined(op, state.h, "state.h");
   check_defined(op, state.c, "state.c");
@@ -101,7 +104,102 @@ LSTMState lstm_cell(const Tensor& x, const LSTMState& state, const LSTMWeights& 
     check_dtype(op, "weight_ih_t", w.weight_ih_t, w);
     check_dtype(op, "weight_hh_t", w.weight_hh_t, w);
   }
+  return {B, I, H, packed, transposed};
+}
 
+// a (B, 4H) = x @ W_ih^T + h_prev @ W_hh^T: all four gates in one GEMM per input,
+// by OpenBLAS, on the weights' transposed copies or the weights themselves.
+template <class T>
+void blas_gate_products(const CellSizes& n, const T* x, const T* h_prev, const LSTMWeights& w, T* a) {
+  const std::int64_t B = n.B, I = n.I, H = n.H;
+  if (n.transposed) {
+    blas::gemm(false, false, B, 4 * H, I, T(1), x, I, w.weight_ih_t.data<T>(), 4 * H, T(0), a, 4 * H);
+    blas::gemm(false, false, B, 4 * H, H, T(1), h_prev, H, w.weight_hh_t.data<T>(), 4 * H, T(1), a, 4 * H);
+  } else {
+    blas::gemm(false, true, B, 4 * H, I, T(1), x, I, w.weight_ih.data<T>(), I, T(0), a, 4 * H);
+    blas::gemm(false, true, B, 4 * H, H, T(1), h_prev, H, w.weight_hh.data<T>(), H, T(1), a, 4 * H);
+  }
+}
+
+// float32: the same products on the packed kernel when the weights come packed.
+void gate_products(const CellSizes& n, const float* x, const float* h_prev, const LSTMWeights& w, float* a) {
+  if (!n.packed) return blas_gate_products(n, x, h_prev, w, a);
+  blas::gemm_packed(n.B, x, n.I, *w.packed_ih, 0.0f, a, 4 * n.H);
+  blas::gemm_packed(n.B, h_prev, n.H, *w.packed_hh, 1.0f, a, 4 * n.H);
+}
+
+// float64: OpenBLAS (packed weights are float32 only, checked).
+void gate_products(const CellSizes& n, const double* x, const double* h_prev, const LSTMWeights& w, double* a) {
+  blas_gate_products(n, x, h_prev, w, a);
+}
+
+// What the backward of one step reads: the inputs and weights as they were,
+// the gate activations and tanh(c).
+struct CellSaved {
+  Tensor x, h_prev, c_prev, w_ih, w_hh;
+  std::shared_ptr<const blas::PackedMatrix> packed_ih_t, packed_hh_t;  // float32, for dx and dh_prev
+  std::shared_ptr<DeferredWeightGrads> deferred;                       // set: dW_ih and dW_hh come later
+  Tensor gates, tanh_c;                                                // (B, 4H), (B, H)
+  CellSizes sizes;
+};
+
+// dx and dh_prev by OpenBLAS, from the weights themselves.
+template <class T>
+void blas_input_grads(Grads& g, const CellSaved& s, const T* pda) {
+  const std::int64_t B = s.sizes.B, I = s.sizes.I, H = s.sizes.H;
+  if (g.needs(0))
+    blas::gemm(false, false, B, I, 4 * H, T(1), pda, 4 * H, s.w_ih.data<T>(), I, T(1), g.dx(0).data<T>(), I);
+  if (g.needs(1))
+    blas::gemm(false, false, B, H, 4 * H, T(1), pda, 4 * H, s.w_hh.data<T>(), H, T(1), g.dx(1).data<T>(), H);
+}
+
+// float32: the same products on the packed kernel when the step packed W^T.
+void input_grads(Grads& g, const CellSaved& s, const float* pda) {
+  if (!s.packed_ih_t) return blas_input_grads(g, s, pda);
+  const std::int64_t B = s.sizes.B, I = s.sizes.I, H = s.sizes.H;
+  if (g.needs(0)) blas::gemm_packed(B, pda, 4 * H, *s.packed_ih_t, 1.0f, g.dx(0).data<float>(), I);
+  if (g.needs(1)) blas::gemm_packed(B, pda, 4 * H, *s.packed_hh_t, 1.0f, g.dx(1).data<float>(), H);
+}
+
+void input_grads(Grads& g, const CellSaved& s, const double* pda) { blas_input_grads(g, s, pda); }
+
+template <class T>
+void weight_grads(Grads& g, const CellSaved& s, const Tensor& da) {
+  const std::int64_t B = s.sizes.B, I = s.sizes.I, H = s.sizes.H;
+  const T* pda = da.data<T>();
+  if (s.deferred) {
+    // dW_ih and dW_hh: this step's rows, multiplied out with every other step's by
+    // lstm_weight_grads (below). g.dx touches the gradient slots, so that the
+    // engine runs that op's backward (only ops with a gradient run).
+    s.deferred->da.push_back(da);
+    s.deferred->x.push_back(s.x);
+    s.deferred->h_prev.push_back(s.h_prev);
+    if (g.needs(3)) g.dx(3);
+    if (g.needs(4)) g.dx(4);
+  } else {
+    if (g.needs(3))  // dW_ih (4H, I) += da^T (4H, B) @ x (B, I)
+      blas::gemm(true, false, 4 * H, I, B, T(1), pda, 4 * H, s.x.data<T>(), I, T(1), g.dx(3).data<T>(), I);
+    if (g.needs(4))  // dW_hh (4H, H) += da^T (4H, B) @ h_prev (B, H)
+      blas::gemm(true, false, 4 * H, H, B, T(1), pda, 4 * H, s.h_prev.data<T>(), H, T(1), g.dx(4).data<T>(), H);
+  }
+  for (int k : {5, 6}) {  // db_ih += sum over rows of da;  db_hh likewise
+    if (!g.needs(k)) continue;
+    T* db = g.dx(k).data<T>();
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t j = 0; j < 4 * H; ++j) db[j] += pda[b * 4 * H + j];
+  }
+}
+
+void lstm_cell_backward(Grads& g, const CellSaved& s);  // right below lstm_cell
+
+}  // namespace
+
+// The fused step. Saved for the backward: x, h_prev, c_prev, the gate
+// activations, tanh(c) and the weights.
+LSTMState lstm_cell(const Tensor& x, const LSTMState& state, const LSTMWeights& w) {
+  const char* op = "lstm_cell";
+  const CellSizes sizes = check_lstm_cell(op, x, state, w);
+  const std::int64_t B = sizes.B, H = sizes.H;
   const Tensor& h_prev = state.h;
   const Tensor& c_prev = state.c;
   Tensor gates = empty({B, 4 * H}, x.dtype());  // pre-activations, then activations
@@ -111,20 +209,7 @@ LSTMState lstm_cell(const Tensor& x, const LSTMState& state, const LSTMWeights& 
   dispatch(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     T* a = gates.data<T>();
-    // a = x @ W_ih^T + h_prev @ W_hh^T    (B, 4H): all four gates in one GEMM per input
-    if (packed) {  // the same products, with the weights packed (float32 only, checked above)
-      if constexpr (std::is_same_v<T, float>) {
-        blas::gemm_packed(B, x.data<T>(), I, *w.packed_ih, T(0), a, 4 * H);
-        blas::gemm_packed(B, h_prev.data<T>(), H, *w.packed_hh, T(1), a, 4 * H);
-      }
-    } else if (transposed) {  // the same products, with the weights already transposed
-      blas::gemm(false, false, B, 4 * H, I, T(1), x.data<T>(), I, w.weight_ih_t.data<T>(), 4 * H, T(0), a, 4 * H);
-      blas::gemm(false, false, B, 4 * H, H, T(1), h_prev.data<T>(), H, w.weight_hh_t.data<T>(), 4 * H, T(1), a,
-                 4 * H);
-    } else {
-      blas::gemm(false, true, B, 4 * H, I, T(1), x.data<T>(), I, w.weight_ih.data<T>(), I, T(0), a, 4 * H);
-      blas::gemm(false, true, B, 4 * H, H, T(1), h_prev.data<T>(), H, w.weight_hh.data<T>(), H, T(1), a, 4 * H);
-    }
+    gate_products(sizes, x.data<T>(), h_prev.data<T>(), w, a);
     Tensor bias = empty({4 * H}, x.dtype());
     sum_biases(w, bias.data<T>());
     // i, f, g, o, then c = f * c_prev + i * g and h = o * tanh(c), row by row
@@ -134,60 +219,9 @@ LSTMState lstm_cell(const Tensor& x, const LSTMState& state, const LSTMWeights& 
   });
 
   record(op, {x, h_prev, c_prev, w.weight_ih, w.weight_hh, w.bias_ih, w.bias_hh}, {&h, &c},
-         [x = x.detach(), h_prev = h_prev.detach(), c_prev = c_prev.detach(), w_ih = w.weight_ih.detach(),
-          w_hh = w.weight_hh.detach(), packed_ih_t = w.packed_ih_t, packed_hh_t = w.packed_hh_t,
-          deferred = w.deferred, gates, tanh_c, B, I, H](Grads& g) {
-           dispatch(x.dtype(), [&](auto zero) {
-             using T = decltype(zero);
-             // The gate math backward, row by row (lstm_kernels.cpp): from dh and dc to
-             // da (B, 4H), the gradient of the pre-activations, and dc_prev.
-             Tensor da = empty({B, 4 * H}, x.dtype());
-             Tensor dc = g.dy(1).clone();  // becomes dc_prev = dc * f
-             for (std::int64_t b = 0; b < B; ++b)
-               lstm_kernels::backward_row<T>(H, gates.data<T>() + b * 4 * H, c_prev.data<T>() + b * H,
-                                             tanh_c.data<T>() + b * H, g.dy(0).data<T>() + b * H, nullptr,
-                                             dc.data<T>() + b * H, da.data<T>() + b * 4 * H);
-             const T* pda = da.data<T>();
-             // forward: a = x @ W_ih^T + b_ih + h_prev @ W_hh^T + b_hh
-             // dx (B, I) += da (B, 4H) @ W_ih (4H, I);  dh_prev (B, H) += da (B, 4H) @ W_hh (4H, H)
-             if constexpr (std::is_same_v<T, float>) {
-               if (packed_ih_t) {  // the same products on the packed kernel
-                 if (g.needs(0)) blas::gemm_packed(B, pda, 4 * H, *packed_ih_t, T(1), g.dx(0).data<T>(), I);
-                 if (g.needs(1)) blas::gemm_packed(B, pda, 4 * H, *packed_hh_t, T(1), g.dx(1).data<T>(), H);
-               }
-             }
-             if (!packed_ih_t) {
-               if (g.needs(0))
-                 blas::gemm(false, false, B, I, 4 * H, T(1), pda, 4 * H, w_ih.data<T>(), I, T(1),
-                            g.dx(0).data<T>(), I);
-               if (g.needs(1))
-                 blas::gemm(false, false, B, H, 4 * H, T(1), pda, 4 * H, w_hh.data<T>(), H, T(1),
-                            g.dx(1).data<T>(), H);
-             }
-             if (g.needs(2)) g.dx(2).add_(dc);  // dc_prev += dc * f
-             if (deferred) {
-               // dW_ih and dW_hh: this step's rows, multiplied out with every other step's by
-               // lstm_weight_grads (below). g.dx touches the gradient slots, so that the
-               // engine runs that op's backward (only ops with a gradient run).
-               deferred->da.push_back(da);
-               deferred->x.push_back(x);
-               deferred->h_prev.push_back(h_prev);
-               if (g.needs(3)) g.dx(3);
-               if (g.needs(4)) g.dx(4);
-             } else {
-               if (g.needs(3))  // dW_ih (4H, I) += da^T (4H, B) @ x (B, I)
-                 blas::gemm(true, false, 4 * H, I, B, T(1), pda, 4 * H, x.data<T>(), I, T(1), g.dx(3).data<T>(), I);
-               if (g.needs(4))  // dW_hh (4H, H) += da^T (4H, B) @ h_prev (B, H)
-                 blas::gemm(true, false, 4 * H, H, B, T(1), pda, 4 * H, h_prev.data<T>(), H, T(1),
-                            g.dx(4).data<T>(), H);
-             }
-             for (int k : {5, 6}) {  // db_ih += sum over rows of da;  db_hh likewise
-               if (!g.needs(k)) continue;
-               T* db = g.dx(k).data<T>();
-               for (std::int64_t b = 0; b < B; ++b)
-                 for (std::int64_t j = 0; j < 4 * H; ++j) db[j] += pda[b * 4 * H + j];
-             }
-           });
+         [s = CellSaved{x.detach(), h_prev.detach(), c_prev.detach(), w.weight_ih.detach(), w.weight_hh.detach(),
+                        w.packed_ih_t, w.packed_hh_t, w.deferred, gates, tanh_c, sizes}](Grads& g) {
+           lstm_cell_backward(g, s);
          })
       .replay({"x", "h_prev", "c_prev", "weight_ih", "weight_hh", "bias_ih", "bias_hh"}, [](const Tensors& in) {
            const LSTMState next = lstm_cell(in[0], {in[1], in[2]}, {in[3], in[4], in[5], in[6]});
@@ -195,6 +229,34 @@ LSTMState lstm_cell(const Tensor& x, const LSTMState& state, const LSTMWeights& 
          });
   return {h, c};
 }
+
+namespace {
+
+// forward: a = x @ W_ih^T + b_ih + h_prev @ W_hh^T + b_hh;  gates and c, h from a
+//   da, dc_prev   from dh and dc by the gate math backward (lstm_kernels.cpp)
+//   dx (B, I) += da (B, 4H) @ W_ih (4H, I);  dh_prev (B, H) += da (B, 4H) @ W_hh (4H, H)
+//   dc_prev += dc * f
+//   dW_ih (4H, I) += da^T @ x;   dW_hh (4H, H) += da^T @ h_prev   (or deferred)
+//   db_ih += sum over rows of da;   db_hh likewise
+void lstm_cell_backward(Grads& g, const CellSaved& s) {
+  const std::int64_t B = s.sizes.B, H = s.sizes.H;
+  dispatch(s.x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    // The gate math backward, row by row (lstm_kernels.cpp): from dh and dc to
+    // da (B, 4H), the gradient of the pre-activations, and dc_prev.
+    Tensor da = empty({B, 4 * H}, s.x.dtype());
+    Tensor dc = g.dy(1).clone();  // becomes dc_prev = dc * f
+    for (std::int64_t b = 0; b < B; ++b)
+      lstm_kernels::backward_row<T>(H, s.gates.data<T>() + b * 4 * H, s.c_prev.data<T>() + b * H,
+                                    s.tanh_c.data<T>() + b * H, g.dy(0).data<T>() + b * H, nullptr,
+                                    dc.data<T>() + b * H, da.data<T>() + b * 4 * H);
+    input_grads(g, s, da.data<T>());
+    if (g.needs(2)) g.dx(2).add_(dc);  // dc_prev += dc * f
+    weight_grads<T>(g, s, da);
+  });
+}
+
+}  // namespace
 
 // weight_ih and weight_hh as the steps of one sequence see them: the same data
 // (detach shares it), produced by one recorded op that every step consumes, so

@@ -4,7 +4,7 @@
 // step from primitive ops (linear, slice, sigmoid, tanh, mul, add), whose
 // backward autograd derives; `attend explain --lstm` prints every gradient of
 // it. The fused backward spans three files:
-//   lstm_cell.cpp       the one-step op: the GEMMs, then the gate rows (backward: the lambda)
+//   lstm_cell.cpp       the one-step op: the GEMMs, then the gate rows (backward: lstm_cell_backward)
 //   lstm_sequence.cpp   the whole-sequence op: the same gate rows, the GEMMs batched over time
 //   lstm_kernels.cpp    the gate math of one row, forward and backward (lstm_kernels.hpp)
 //

@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "models/train/detail/connect_mpi.hpp"
+
 namespace attend {
 
 void SingleProcess::abort(int exit_code) { std::exit(exit_code); }

@@ -87,9 +87,6 @@ bool built_with_mpi();
 // processes by a build without MPI, or when called twice under MPI. The MPI
 // communicator finalises MPI when destroyed.
 std::unique_ptr<Communicator> connect_world();
-namespace detail {
-std::unique_ptr<Communicator> connect_mpi();  // models/train/distributed_mpi.cpp
-}
 
 // ---- collective helpers -------------------------------------------------------------
 

@@ -2,6 +2,8 @@
 // time (ATTEND_HAVE_MPI unset) it only says so.
 #include "models/train/distributed.hpp"
 
+#include "models/train/detail/connect_mpi.hpp"
+
 #if ATTEND_HAVE_MPI
 #include <cstdio>
 #include <cstdlib>

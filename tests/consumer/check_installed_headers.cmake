@@ -1,5 +1,6 @@
 # The installed headers are the public API: none is an implementation header (a
-# detail/ folder), and each includes attend headers that are installed too, so
+# detail/ folder) or declares internals (a `namespace detail`, which belongs in a
+# detail/ header), and each includes attend headers that are installed too, so
 # that a program including any of them compiles against the installed tree alone.
 #   include() from run.cmake after the install, with ${prefix} set.
 file(GLOB_RECURSE installed RELATIVE "${prefix}/include/attend" "${prefix}/include/attend/*")
@@ -8,6 +9,10 @@ foreach(header IN LISTS installed)
   if(header MATCHES "(^|/)detail/")
     string(APPEND problems "${header} is an implementation header (detail/) but was installed\n")
     continue()
+  endif()
+  file(STRINGS "${prefix}/include/attend/${header}" internals REGEX "namespace detail")
+  if(internals)
+    string(APPEND problems "${header} declares internals (namespace detail): move them to a detail/ header\n")
   endif()
   file(STRINGS "${prefix}/include/attend/${header}" includes REGEX "^#include \"")
   foreach(line IN LISTS includes)

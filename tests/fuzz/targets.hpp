@@ -1,6 +1,7 @@
 #pragma once
-// The bodies of the fuzz targets, as plain functions: each tests/fuzz/fuzz_<name>.cpp
-// hands its libFuzzer input to one of them, and tests/fuzz/test_fuzz_regressions.cpp
+// The bodies of the fuzz targets, as plain functions: each fuzz program fuzz_<name>
+// (tests/fuzz/fuzz_main.cpp, built once per line of tests/fuzz/targets.txt) hands
+// its libFuzzer input to one of them, and tests/fuzz/test_fuzz_regressions.cpp
 // replays every committed seed and crash through the same function in the normal
 // suite (gcc, release and sanitize builds, no libFuzzer).
 //

@@ -1,4 +1,4 @@
-// models/seq2seq and models/decoding: the whole model's gradient, masking,
+// models/seq2seq and models/decode/decoding: the whole model's gradient, masking,
 // batched decoding, beam search, and an overfitting run that must translate
 // its 20 training pairs back exactly.
 #include <doctest/doctest.h>

@@ -123,6 +123,155 @@ double decode_milliseconds(Seq2Seq& model, std::int64_t m, std::int64_t t, std::
   return times[1];
 }
 
+// The experiment's sentences, vocabularies and encoded pairs: toy training and
+// validation pairs, and a test set none of whose sources was trained on.
+struct ExperimentData {
+  std::vector<SentencePair> test;
+  TokenizerOptions tokenizer;
+  Vocabulary source_vocab, target_vocab;
+  std::vector<EncodedPair> train, valid;
+};
+
+ExperimentData make_data(const ExperimentOptions& o) {
+  ExperimentData d;
+  ToyCorpusOptions train_toy;
+  train_toy.n = o.train_pairs;
+  train_toy.seed = o.seed;
+  ToyCorpusOptions valid_toy = train_toy;
+  valid_toy.n = o.valid_pairs;
+  valid_toy.seed = o.seed + 1000;
+  std::vector<SentencePair> train_text = toy_pairs(train_toy), valid_text = toy_pairs(valid_toy);
+  std::set<std::string> seen;
+  for (const SentencePair& p : train_text) seen.insert(p.source);
+  d.test = bucketed_test_set(o.test_per_bucket, o.seed + 2000, seen);
+  TokenCounts source_counts, target_counts;
+  for (const SentencePair& p : train_text) {
+    count_tokens(source_counts, tokenize(p.source, d.tokenizer));
+    count_tokens(target_counts, tokenize(p.target, d.tokenizer));
+  }
+  d.source_vocab = Vocabulary::build(source_counts), d.target_vocab = Vocabulary::build(target_counts);
+  d.train = encode_pairs(train_text, d.source_vocab, d.target_vocab, d.tokenizer);
+  d.valid = encode_pairs(valid_text, d.source_vocab, d.target_vocab, d.tokenizer);
+  fmt::print("data: {} training pairs (3-60 words), {} validation, {} test ({} per length bucket); vocabularies {} and {}\n",
+             d.train.size(), d.valid.size(), d.test.size(), o.test_per_bucket, d.source_vocab.size(),
+             d.target_vocab.size());
+  return d;
+}
+
+// The three models, without, with additive and with dot-product attention,
+// each initialised from the same seed.
+std::vector<std::unique_ptr<Run>> make_runs(const ExperimentOptions& o, const ExperimentData& d) {
+  std::vector<std::unique_ptr<Run>> runs;
+  for (auto [name, kind] : {std::pair{"none", AttentionKind::None}, std::pair{"additive", AttentionKind::Additive},
+                            std::pair{"dot", AttentionKind::Dot}}) {
+    auto r = std::make_unique<Run>();
+    r->name = name;
+    r->kind = kind;
+    Seq2SeqConfig c;
+    c.source_vocab = d.source_vocab.size();
+    c.target_vocab = d.target_vocab.size();
+    c.embed = o.embed;
+    c.hidden = o.hidden;
+    c.bidirectional = true;
+    c.attention = kind;
+    Generator init(o.seed);
+    r->model = std::make_unique<Seq2Seq>(c, init);
+    runs.push_back(std::move(r));
+  }
+  return runs;
+}
+
+void train_run(Run& r, const ExperimentOptions& o, const ExperimentData& d) {
+  TrainOptions t;
+  t.batch = o.batch;
+  t.epochs = 1000;
+  t.minutes = o.train_seconds / 60;
+  t.lr = o.lr;
+  t.seed = o.seed;
+  t.bleu_sentences = 0;
+  t.curve_every = o.quick ? 5 : 50;
+  t.curve_sentences = o.quick ? 50 : 200;
+  TrainHooks hooks;
+  hooks.on_step = [&](const StepReport& s) {
+    r.last_loss = s.loss;
+    r.live_steps = s.global_step;
+  };
+  Trainer trainer(*r.model, d.target_vocab, d.train, d.valid, t, hooks);
+  const auto t0 = Clock::now();
+  trainer.run();
+  r.seconds = since(t0);
+  r.steps = trainer.global_step();
+  r.curve = trainer.curve();
+}
+
+// The models train on one thread each, for the same time, while a progress bar
+// shows each one's loss.
+void train_side_by_side(std::vector<std::unique_ptr<Run>>& runs, const ExperimentOptions& o, const ExperimentData& d) {
+  fmt::print("training none, additive and dot side by side for {} each (embed {}, hidden {}, bidirectional encoder)\n",
+             format_duration(o.train_seconds), o.embed, o.hidden);
+  std::atomic<bool> training_done{false};
+  std::thread progress([&] {
+    ProgressBar bar("training", static_cast<long>(o.train_seconds), is_terminal(stdout), 15.0);
+    const auto t0 = Clock::now();
+    while (!training_done) {
+      std::string status;
+      for (const auto& r : runs)
+        status += fmt::format("{} {:.3f} ({} steps)  ", r->name, r->last_loss.load(), r->live_steps.load());
+      bar.update(std::min(static_cast<long>(since(t0)), static_cast<long>(o.train_seconds)), status);
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    bar.finish("");
+  });
+  try {
+    in_parallel(runs.size(), [&](std::size_t i) { train_run(*runs[i], o, d); });
+  } catch (...) {
+    training_done = true;
+    progress.join();
+    throw;
+  }
+  training_done = true;
+  progress.join();
+}
+
+// BLEU by source length on the held-out test set; each model saved under DIR/models/.
+void evaluate_runs(std::vector<std::unique_ptr<Run>>& runs, const ExperimentOptions& o, const ExperimentData& d) {
+  fmt::print("translating the test set with each model...\n");
+  in_parallel(runs.size(), [&](std::size_t i) {
+    Run& r = *runs[i];
+    r.model->eval();
+    r.bleu = evaluate_bleu_by_length(*r.model, d.test, d.source_vocab, d.target_vocab, d.tokenizer);
+  });
+  for (const auto& r : runs) save_run_model(o.out_dir, *r, d.source_vocab, d.target_vocab, d.tokenizer);
+  fmt::print("{:>10}", "source len");
+  for (const auto& r : runs) fmt::print(" {:>9}", r->name);
+  fmt::print("\n");
+  for (std::size_t b = 0; b < runs[0]->bleu.buckets.size(); ++b) {
+    fmt::print("{:>4}-{:<5}", runs[0]->bleu.buckets[b].lo, runs[0]->bleu.buckets[b].hi);
+    for (const auto& r : runs) fmt::print(" {:>9.2f}", r->bleu.buckets[b].bleu.score);
+    fmt::print("\n");
+  }
+}
+
+// The cost of attention: decoding time over a grid of m and t.
+nlohmann::json measure_cost(const std::vector<std::unique_ptr<Run>>& runs, const ExperimentOptions& o) {
+  fmt::print("measuring decoding cost over m, t in {{{}}}...\n", fmt::join(o.cost_lengths, ", "));
+  nlohmann::json cost = nlohmann::json::array();
+  Generator cost_gen(o.seed + 3000);
+  for (const auto& r : runs) {
+    if (r->kind == AttentionKind::Dot) continue;  // additive shows the O(m*t) term; none is the contrast
+    for (std::int64_t m : o.cost_lengths)
+      for (std::int64_t t : o.cost_lengths) {
+        const double ms = decode_milliseconds(*r->model, m, t, 8, cost_gen);
+        const std::int64_t A = o.hidden, Hk = 2 * o.hidden;
+        // Per sentence and step: v . tanh(k_j + q) over m positions (2A each, plus A tanh)
+        // and the context sum_j alpha_j h_j (2 Hk each).
+        const double flops = r->kind == AttentionKind::None ? 0.0 : static_cast<double>(t * m * (3 * A + 2 * Hk));
+        cost.push_back({{"model", r->name}, {"m", m}, {"t", t}, {"ms", ms}, {"attention_flops", flops}});
+      }
+  }
+  return cost;
+}
+
 }  // namespace
 
 void ExperimentOptions::defaults() {
@@ -150,136 +299,19 @@ nlohmann::json run_experiment(ExperimentOptions o) {
   // One core per model, the models side by side. Their threads call OpenBLAS at
   // once; core/kernels/blas.cpp lets them only while it has one thread.
   blas::set_num_threads(1);
+  const ExperimentData data = make_data(o);
+  std::vector<std::unique_ptr<Run>> runs = make_runs(o, data);
+  train_side_by_side(runs, o, data);
+  evaluate_runs(runs, o, data);
+  nlohmann::json cost = measure_cost(runs, o);
 
-  // ---- data -------------------------------------------------------------------
-  ToyCorpusOptions train_toy;
-  train_toy.n = o.train_pairs;
-  train_toy.seed = o.seed;
-  ToyCorpusOptions valid_toy = train_toy;
-  valid_toy.n = o.valid_pairs;
-  valid_toy.seed = o.seed + 1000;
-  std::vector<SentencePair> train_text = toy_pairs(train_toy), valid_text = toy_pairs(valid_toy);
-  std::set<std::string> seen;
-  for (const SentencePair& p : train_text) seen.insert(p.source);
-  std::vector<SentencePair> test = bucketed_test_set(o.test_per_bucket, o.seed + 2000, seen);
-  TokenizerOptions tokenizer;
-  TokenCounts source_counts, target_counts;
-  for (const SentencePair& p : train_text) {
-    count_tokens(source_counts, tokenize(p.source, tokenizer));
-    count_tokens(target_counts, tokenize(p.target, tokenizer));
-  }
-  Vocabulary source_vocab = Vocabulary::build(source_counts), target_vocab = Vocabulary::build(target_counts);
-  std::vector<EncodedPair> train = encode_pairs(train_text, source_vocab, target_vocab, tokenizer);
-  std::vector<EncodedPair> valid = encode_pairs(valid_text, source_vocab, target_vocab, tokenizer);
-  fmt::print("data: {} training pairs (3-60 words), {} validation, {} test ({} per length bucket); vocabularies {} and {}\n",
-             train.size(), valid.size(), test.size(), o.test_per_bucket, source_vocab.size(), target_vocab.size());
-
-  // ---- three models, the same data, the same time --------------------------------
-  std::vector<std::unique_ptr<Run>> runs;
-  for (auto [name, kind] : {std::pair{"none", AttentionKind::None}, std::pair{"additive", AttentionKind::Additive},
-                            std::pair{"dot", AttentionKind::Dot}}) {
-    auto r = std::make_unique<Run>();
-    r->name = name;
-    r->kind = kind;
-    Seq2SeqConfig c;
-    c.source_vocab = source_vocab.size();
-    c.target_vocab = target_vocab.size();
-    c.embed = o.embed;
-    c.hidden = o.hidden;
-    c.bidirectional = true;
-    c.attention = kind;
-    Generator init(o.seed);
-    r->model = std::make_unique<Seq2Seq>(c, init);
-    runs.push_back(std::move(r));
-  }
-  fmt::print("training none, additive and dot side by side for {} each (embed {}, hidden {}, bidirectional encoder)\n",
-             format_duration(o.train_seconds), o.embed, o.hidden);
-  std::atomic<bool> training_done{false};
-  std::thread progress([&] {
-    ProgressBar bar("training", static_cast<long>(o.train_seconds), is_terminal(stdout), 15.0);
-    const auto t0 = Clock::now();
-    while (!training_done) {
-      std::string status;
-      for (const auto& r : runs)
-        status += fmt::format("{} {:.3f} ({} steps)  ", r->name, r->last_loss.load(), r->live_steps.load());
-      bar.update(std::min(static_cast<long>(since(t0)), static_cast<long>(o.train_seconds)), status);
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
-    bar.finish("");
-  });
-  try {
-    in_parallel(runs.size(), [&](std::size_t i) {
-      Run& r = *runs[i];
-      TrainOptions t;
-      t.batch = o.batch;
-      t.epochs = 1000;
-      t.minutes = o.train_seconds / 60;
-      t.lr = o.lr;
-      t.seed = o.seed;
-      t.bleu_sentences = 0;
-      t.curve_every = o.quick ? 5 : 50;
-      t.curve_sentences = o.quick ? 50 : 200;
-      TrainHooks hooks;
-      hooks.on_step = [&](const StepReport& s) {
-        r.last_loss = s.loss;
-        r.live_steps = s.global_step;
-      };
-      Trainer trainer(*r.model, target_vocab, train, valid, t, hooks);
-      const auto t0 = Clock::now();
-      trainer.run();
-      r.seconds = since(t0);
-      r.steps = trainer.global_step();
-      r.curve = trainer.curve();
-    });
-  } catch (...) {
-    training_done = true;
-    progress.join();
-    throw;
-  }
-  training_done = true;
-  progress.join();
-
-  // ---- BLEU by source length on the held-out test set -----------------------------
-  fmt::print("translating the test set with each model...\n");
-  in_parallel(runs.size(), [&](std::size_t i) {
-    Run& r = *runs[i];
-    r.model->eval();
-    r.bleu = evaluate_bleu_by_length(*r.model, test, source_vocab, target_vocab, tokenizer);
-  });
-  for (const auto& r : runs) save_run_model(o.out_dir, *r, source_vocab, target_vocab, tokenizer);
-  fmt::print("{:>10}", "source len");
-  for (const auto& r : runs) fmt::print(" {:>9}", r->name);
-  fmt::print("\n");
-  for (std::size_t b = 0; b < runs[0]->bleu.buckets.size(); ++b) {
-    fmt::print("{:>4}-{:<5}", runs[0]->bleu.buckets[b].lo, runs[0]->bleu.buckets[b].hi);
-    for (const auto& r : runs) fmt::print(" {:>9.2f}", r->bleu.buckets[b].bleu.score);
-    fmt::print("\n");
-  }
-
-  // ---- the cost of attention: decoding time over a grid of m and t ---------------
-  fmt::print("measuring decoding cost over m, t in {{{}}}...\n", fmt::join(o.cost_lengths, ", "));
-  nlohmann::json cost = nlohmann::json::array();
-  Generator cost_gen(o.seed + 3000);
-  for (const auto& r : runs) {
-    if (r->kind == AttentionKind::Dot) continue;  // additive shows the O(m*t) term; none is the contrast
-    for (std::int64_t m : o.cost_lengths)
-      for (std::int64_t t : o.cost_lengths) {
-        const double ms = decode_milliseconds(*r->model, m, t, 8, cost_gen);
-        const std::int64_t A = o.hidden, Hk = 2 * o.hidden;
-        // Per sentence and step: v . tanh(k_j + q) over m positions (2A each, plus A tanh)
-        // and the context sum_j alpha_j h_j (2 Hk each).
-        const double flops = r->kind == AttentionKind::None ? 0.0 : static_cast<double>(t * m * (3 * A + 2 * Hk));
-        cost.push_back({{"model", r->name}, {"m", m}, {"t", t}, {"ms", ms}, {"attention_flops", flops}});
-      }
-  }
-
-  // ---- pictures: attention and its gradient for a few test sentences --------------
+  // Pictures: attention and its gradient for a few test sentences, and the report.
   ReportInput report;
   report.options = o;
-  report.source_vocab = &source_vocab;
-  report.target_vocab = &target_vocab;
-  report.tokenizer = tokenizer;
-  report.test = &test;
+  report.source_vocab = &data.source_vocab;
+  report.target_vocab = &data.target_vocab;
+  report.tokenizer = data.tokenizer;
+  report.test = &data.test;
   for (const auto& r : runs) report.runs.push_back({r->name, r->model.get(), r->curve, r->steps, r->seconds, r->bleu});
   report.cost = cost;
   nlohmann::json results = write_report(report);

@@ -67,17 +67,32 @@ int find_reordering_sentence(const std::vector<SentencePair>& pairs, int lo, int
   return -1;
 }
 
-nlohmann::json write_report(const ReportInput& in) {
-  nlohmann::json results;
-  results["options"] = {{"quick", in.options.quick},          {"seed", in.options.seed},
-                        {"train_pairs", in.options.train_pairs}, {"valid_pairs", in.options.valid_pairs},
-                        {"test_per_bucket", in.options.test_per_bucket}, {"embed", in.options.embed},
-                        {"hidden", in.options.hidden},          {"batch", in.options.batch},
-                        {"lr", in.options.lr},                  {"train_seconds_per_model", in.options.train_seconds}};
-  results["vocabulary"] = {{"source", in.source_vocab->size()}, {"target", in.target_vocab->size()}};
-  std::vector<Figure> figures;
+namespace {
 
-  // ---- BLEU against source length --------------------------------------------------
+nlohmann::json options_json(const ExperimentOptions& o) {
+  return {{"quick", o.quick},          {"seed", o.seed},
+          {"train_pairs", o.train_pairs}, {"valid_pairs", o.valid_pairs},
+          {"test_per_bucket", o.test_per_bucket}, {"embed", o.embed},
+          {"hidden", o.hidden},          {"batch", o.batch},
+          {"lr", o.lr},                  {"train_seconds_per_model", o.train_seconds}};
+}
+
+// One model's entry of results.json: its size, training and BLEU by length.
+nlohmann::json model_json(const ReportRun& r) {
+  nlohmann::json buckets = nlohmann::json::array();
+  for (const LengthBucket& b : r.bleu.buckets)
+    buckets.push_back({{"lo", b.lo}, {"hi", b.hi}, {"sentences", b.sentences}, {"bleu", b.bleu.score}});
+  nlohmann::json curve = nlohmann::json::array();
+  for (const CurvePoint& p : r.curve)
+    curve.push_back({{"step", p.step}, {"seconds", p.elapsed_seconds}, {"train_loss", p.train_loss}, {"valid_loss", p.valid_loss}});
+  return {{"attention", r.name},   {"parameters", r.model->num_parameters()},
+          {"steps", r.steps},      {"seconds", r.seconds},
+          {"bleu", r.bleu.overall.score}, {"buckets", buckets},
+          {"curve", curve}};
+}
+
+// in.runs holds the models without, with additive and with dot-product attention, in that order.
+Figure bleu_figure(const ReportInput& in) {
   svg::LineChart bleu_chart;
   bleu_chart.title = "BLEU by source sentence length (held-out toy sentences)";
   bleu_chart.x_label = "source sentence length (words)";
@@ -86,34 +101,26 @@ nlohmann::json write_report(const ReportInput& in) {
   bleu_chart.y_max = 100;
   for (const ReportRun& r : in.runs) {
     svg::Series s{r.name, {}, {}, true, true};
-    nlohmann::json buckets = nlohmann::json::array();
     for (const LengthBucket& b : r.bleu.buckets) {
-      buckets.push_back({{"lo", b.lo}, {"hi", b.hi}, {"sentences", b.sentences}, {"bleu", b.bleu.score}});
       if (b.sentences == 0) continue;
       s.x.push_back(0.5 * static_cast<double>(b.lo + b.hi));
       s.y.push_back(b.bleu.score);
     }
     bleu_chart.series.push_back(s);
-    nlohmann::json curve = nlohmann::json::array();
-    for (const CurvePoint& p : r.curve)
-      curve.push_back({{"step", p.step}, {"seconds", p.elapsed_seconds}, {"train_loss", p.train_loss}, {"valid_loss", p.valid_loss}});
-    results["models"][r.name] = {{"attention", r.name},   {"parameters", r.model->num_parameters()},
-                                 {"steps", r.steps},      {"seconds", r.seconds},
-                                 {"bleu", r.bleu.overall.score}, {"buckets", buckets},
-                                 {"curve", curve}};
   }
   const ReportRun &none = in.runs[0], &additive = in.runs[1], &dot = in.runs[2];
   auto bleu_at = [](const ReportRun& r, std::int64_t lo) {
     const LengthBucket* b = bucket(r, lo);
     return b && b->sentences ? b->bleu.score : 0.0;
   };
-  figures.push_back({"bleu_vs_length.svg", "BLEU against sentence length", svg::line_chart(bleu_chart),
-                     fmt::format("Without attention the decoder must carry the whole sentence in one state, and its BLEU falls "
-                                 "from {:.1f} on 1-10 words to {:.1f} on 51-60. With attention it looks back at every source "
-                                 "word: additive attention holds {:.1f} and dot-product {:.1f} on the longest sentences.",
-                                 bleu_at(none, 1), bleu_at(none, 51), bleu_at(additive, 51), bleu_at(dot, 51))});
+  return {"bleu_vs_length.svg", "BLEU against sentence length", svg::line_chart(bleu_chart),
+          fmt::format("Without attention the decoder must carry the whole sentence in one state, and its BLEU falls "
+                      "from {:.1f} on 1-10 words to {:.1f} on 51-60. With attention it looks back at every source "
+                      "word: additive attention holds {:.1f} and dot-product {:.1f} on the longest sentences.",
+                      bleu_at(none, 1), bleu_at(none, 51), bleu_at(additive, 51), bleu_at(dot, 51))};
+}
 
-  // ---- loss curves ---------------------------------------------------------------------
+Figure loss_figure(const ReportInput& in) {
   svg::LineChart loss_chart;
   loss_chart.title = "Training and validation loss";
   loss_chart.x_label = "training time (seconds)";
@@ -128,15 +135,17 @@ nlohmann::json write_report(const ReportInput& in) {
     loss_chart.series.push_back(train);
     loss_chart.series.push_back(valid);
   }
+  const ReportRun &none = in.runs[0], &additive = in.runs[1], &dot = in.runs[2];
   const double final_none = none.curve.empty() ? NAN : none.curve.back().valid_loss;
   const double final_add = additive.curve.empty() ? NAN : additive.curve.back().valid_loss;
-  figures.push_back({"loss.svg", "Loss during training", svg::line_chart(loss_chart),
-                     fmt::format("All three models trained for the same time on the same sentences ({} steps without "
-                                 "attention, {} additive, {} dot). The validation loss ends at {:.3f} without attention and "
-                                 "{:.3f} with additive attention.",
-                                 none.steps, additive.steps, dot.steps, final_none, final_add)});
+  return {"loss.svg", "Loss during training", svg::line_chart(loss_chart),
+          fmt::format("All three models trained for the same time on the same sentences ({} steps without "
+                      "attention, {} additive, {} dot). The validation loss ends at {:.3f} without attention and "
+                      "{:.3f} with additive attention.",
+                      none.steps, additive.steps, dot.steps, final_none, final_add)};
+}
 
-  // ---- cost against m*t ----------------------------------------------------------------
+Figure cost_figure(const ReportInput& in) {
   svg::LineChart cost_chart;
   cost_chart.title = "Decoding time against m*t (batch of 8 sentences)";
   cost_chart.x_label = "m * t (source length x output length)";
@@ -151,15 +160,16 @@ nlohmann::json write_report(const ReportInput& in) {
       }
     cost_chart.series.push_back(s);
   }
-  results["cost"] = in.cost;
-  figures.push_back({"cost.svg", "The cost of attention", svg::line_chart(cost_chart),
-                     "At each of t decoder steps, attention scores all m source positions, so its work grows with m*t: "
-                     "the additive model's time rises along m*t. Without attention a step costs the same whatever m is, "
-                     "so those points spread flat across m*t at each t."});
+  return {"cost.svg", "The cost of attention", svg::line_chart(cost_chart),
+          "At each of t decoder steps, attention scores all m source positions, so its work grows with m*t: "
+          "the additive model's time rises along m*t. Without attention a step costs the same whatever m is, "
+          "so those points spread flat across m*t at each t."};
+}
 
-  // ---- attention heatmaps and the gradient at the weights ---------------------------------
+// The test sentences the report shows: one whose alignment crosses (an adjective
+// after its noun), a short one and a long one, each labelled.
+std::vector<std::pair<std::string, int>> choose_samples(const std::vector<SentencePair>& test) {
   std::vector<std::pair<std::string, int>> chosen;
-  const auto& test = *in.test;
   const int crossing = find_reordering_sentence(test, 6, 14);
   if (crossing >= 0) chosen.emplace_back("crossing", crossing);
   for (std::size_t i = 0; i < test.size(); ++i)
@@ -172,6 +182,56 @@ nlohmann::json write_report(const ReportInput& in) {
       chosen.emplace_back("long", static_cast<int>(i));
       break;
     }
+  return chosen;
+}
+
+Figure attention_figure(const std::string& model, const std::string& label, const TextTranslation& t) {
+  svg::Heatmap map;
+  map.title = fmt::format("{} attention: {} sentence", model, label);
+  map.column_labels = t.source_tokens;
+  map.row_labels = t.output_tokens;
+  map.row_labels.push_back("</s>");
+  map.values = t.attention;
+  map.values.resize(map.row_labels.size(), std::vector<double>(map.column_labels.size(), 0.0));
+  map.column_axis = "source (toy English)";
+  map.row_axis = "output (toy French)";
+  map.lo = 0;
+  map.hi = 1;
+  if (map.column_labels.size() > 25) map.cell = 14;
+  const std::string file = fmt::format("attention_{}_{}.svg", model, label);
+  return {file, map.title, svg::heatmap(map),
+          label == "crossing"
+              ? "Each row is one output word and shows where the decoder looked to write it. The "
+                "alignment runs down the diagonal but crosses where an adjective follows its noun in "
+                "French, as in Bahdanau et al.'s 'zone' / 'area' example."
+              : "Each row is one output word and shows where the decoder looked to write it. The weights "
+                "stay sharp and on the diagonal even far into the sentence, which is why BLEU holds up "
+                "for long sentences."};
+}
+
+// alpha and dL/dalpha of the additive model reading the reference translation;
+// results.json's "gradient_example".
+nlohmann::json add_gradient_figures(const ReportInput& in, const SentencePair& pair, std::vector<Figure>& figures) {
+  AttentionGradients g = attention_gradients(*in.runs[1].model, tokenize(pair.source, in.tokenizer),
+                                             tokenize(pair.target, in.tokenizer), *in.source_vocab, *in.target_vocab);
+  auto [a, d] = gradient_heatmaps(g, "alpha (additive, teacher forced)", "reference output");
+  figures.push_back({"gradient_alpha.svg", a.title, svg::heatmap(a),
+                     "The attention weights while the model reads the reference translation (teacher forcing)."});
+  figures.push_back({"gradient_dalpha.svg", d.title, svg::heatmap(d),
+                     fmt::format("The gradient of the loss ({:.3f} per token) at each weight: the loss would fall if "
+                                 "the blue weights grew and the red ones shrank. A well-trained model shows little of "
+                                 "either; early in training this picture is where alignment is learned.",
+                                 g.loss)});
+  return {{"source", g.source_tokens}, {"target", g.target_tokens}, {"alpha", g.alpha},
+          {"dalpha", g.dalpha}, {"loss", g.loss}};
+}
+
+// The chosen sentences translated by every model: their table rows of HTML (one
+// string per sentence), their attention figures, and results.json's "samples"
+// (and "gradient_example", from the crossing sentence).
+std::vector<std::string> add_samples(const ReportInput& in, const std::vector<std::pair<std::string, int>>& chosen,
+                                     std::vector<Figure>& figures, nlohmann::json& results) {
+  const auto& test = *in.test;
   nlohmann::json samples = nlohmann::json::array();
   std::vector<std::string> sample_html;
   for (const auto& [label, index] : chosen) {
@@ -185,57 +245,49 @@ nlohmann::json write_report(const ReportInput& in) {
       sample["translations"][r.name] = t[0].text;
       html += fmt::format("<tr><th>{}</th><td>{}</td></tr>\n", r.name, svg::escape(t[0].text));
       if (r.name == "none" || (r.name == "dot" && label != "crossing")) continue;
-      svg::Heatmap map;
-      map.title = fmt::format("{} attention: {} sentence", r.name, label);
-      map.column_labels = t[0].source_tokens;
-      map.row_labels = t[0].output_tokens;
-      map.row_labels.push_back("</s>");
-      map.values = t[0].attention;
-      map.values.resize(map.row_labels.size(), std::vector<double>(map.column_labels.size(), 0.0));
-      map.column_axis = "source (toy English)";
-      map.row_axis = "output (toy French)";
-      map.lo = 0;
-      map.hi = 1;
-      if (map.column_labels.size() > 25) map.cell = 14;
-      const std::string file = fmt::format("attention_{}_{}.svg", r.name, label);
-      figures.push_back({file, map.title, svg::heatmap(map),
-                         label == "crossing"
-                             ? "Each row is one output word and shows where the decoder looked to write it. The "
-                               "alignment runs down the diagonal but crosses where an adjective follows its noun in "
-                               "French, as in Bahdanau et al.'s 'zone' / 'area' example."
-                             : "Each row is one output word and shows where the decoder looked to write it. The weights "
-                               "stay sharp and on the diagonal even far into the sentence, which is why BLEU holds up "
-                               "for long sentences."});
+      figures.push_back(attention_figure(r.name, label, t[0]));
       sample["attention"][r.name] = t[0].attention;
     }
     html += "</table>\n";
     sample_html.push_back(html);
     samples.push_back(sample);
-    if (label == "crossing") {  // the gradient at the weights, for the reference translation
-      AttentionGradients g = attention_gradients(*additive.model, tokenize(pair.source, in.tokenizer),
-                                                 tokenize(pair.target, in.tokenizer), *in.source_vocab, *in.target_vocab);
-      auto [a, d] = gradient_heatmaps(g, "alpha (additive, teacher forced)", "reference output");
-      figures.push_back({"gradient_alpha.svg", a.title, svg::heatmap(a),
-                         "The attention weights while the model reads the reference translation (teacher forcing)."});
-      figures.push_back({"gradient_dalpha.svg", d.title, svg::heatmap(d),
-                         fmt::format("The gradient of the loss ({:.3f} per token) at each weight: the loss would fall if "
-                                     "the blue weights grew and the red ones shrank. A well-trained model shows little of "
-                                     "either; early in training this picture is where alignment is learned.",
-                                     g.loss)});
-      results["gradient_example"] = {{"source", g.source_tokens}, {"target", g.target_tokens}, {"alpha", g.alpha},
-                                     {"dalpha", g.dalpha}, {"loss", g.loss}};
-    }
+    if (label == "crossing")  // the gradient at the weights, for the reference translation
+      results["gradient_example"] = add_gradient_figures(in, pair, figures);
   }
   results["samples"] = samples;
-  // The graph of one decoder step, composed and fused, as `attend explain --graph` draws it.
-  figures.push_back({"step_graph.svg", "The graph of one decoder step", explain_attention({"additive", 1, false}).graph,
-                     "One decoder step of a tiny model with additive attention (attend explain --seed 1 --graph), as "
-                     "the ops record it: left, attention composed from primitive ops, whose backward autograd "
-                     "derives; right, the one fused op that training runs, with its hand-written backward. Every box "
-                     "holds its value and the gradient of the loss; the two give the same gradients."});
+  return sample_html;
+}
 
-  // ---- files -----------------------------------------------------------------------------
-  for (const Figure& f : figures) write_file_atomic(file_in(in, f.file), f.svg);
+// The graph of one decoder step, composed and fused, as `attend explain --graph` draws it.
+Figure step_graph_figure() {
+  return {"step_graph.svg", "The graph of one decoder step", explain_attention({"additive", 1, false}).graph,
+          "One decoder step of a tiny model with additive attention (attend explain --seed 1 --graph), as "
+          "the ops record it: left, attention composed from primitive ops, whose backward autograd "
+          "derives; right, the one fused op that training runs, with its hand-written backward. Every box "
+          "holds its value and the gradient of the loss; the two give the same gradients."};
+}
+
+std::string bleu_table(const ReportInput& in) {
+  const ReportRun& none = in.runs[0];
+  std::string html = "<table>\n<tr><th>source length</th>";
+  for (const ReportRun& r : in.runs) html += fmt::format("<th>{}</th>", r.name);
+  html += "</tr>\n";
+  for (std::size_t b = 0; b < none.bleu.buckets.size(); ++b) {
+    html += fmt::format("<tr><td>{}-{}</td>", none.bleu.buckets[b].lo, none.bleu.buckets[b].hi);
+    for (const ReportRun& r : in.runs) html += fmt::format("<td>{}</td>", score_or_dash(r.bleu.buckets[b]));
+    html += "</tr>\n";
+  }
+  html += "<tr><td>all</td>";
+  for (const ReportRun& r : in.runs) html += fmt::format("<td>{:.1f}</td>", r.bleu.overall.score);
+  html += "</tr>\n</table>\n";
+  return html;
+}
+
+// report.html: the figures (each SVG inline) in their sections, with the BLEU
+// table and the sample sentences.
+std::string report_html(const ReportInput& in, const std::vector<Figure>& figures,
+                        const std::vector<std::pair<std::string, int>>& chosen,
+                        const std::vector<std::string>& sample_html) {
   auto figure_html = [&](const std::string& file) {
     for (const Figure& f : figures)
       if (f.file == file)
@@ -254,20 +306,10 @@ nlohmann::json write_report(const ReportInput& in) {
       "English-to-French sentence pairs of 3 to 60 words for the same time ({} s each): without attention, with "
       "additive (Bahdanau) attention and with dot-product attention. BLEU is measured on {} held-out sentences, "
       "{} in each length bucket.</p>\n",
-      in.options.embed, in.options.hidden, in.options.train_pairs, static_cast<int>(in.options.train_seconds), test.size(),
-      in.options.test_per_bucket);
+      in.options.embed, in.options.hidden, in.options.train_pairs, static_cast<int>(in.options.train_seconds),
+      in.test->size(), in.options.test_per_bucket);
   html += "<h2>BLEU by sentence length</h2>\n" + figure_html("bleu_vs_length.svg");
-  html += "<table>\n<tr><th>source length</th>";
-  for (const ReportRun& r : in.runs) html += fmt::format("<th>{}</th>", r.name);
-  html += "</tr>\n";
-  for (std::size_t b = 0; b < none.bleu.buckets.size(); ++b) {
-    html += fmt::format("<tr><td>{}-{}</td>", none.bleu.buckets[b].lo, none.bleu.buckets[b].hi);
-    for (const ReportRun& r : in.runs) html += fmt::format("<td>{}</td>", score_or_dash(r.bleu.buckets[b]));
-    html += "</tr>\n";
-  }
-  html += "<tr><td>all</td>";
-  for (const ReportRun& r : in.runs) html += fmt::format("<td>{:.1f}</td>", r.bleu.overall.score);
-  html += "</tr>\n</table>\n";
+  html += bleu_table(in);
   html += "<h2>Training</h2>\n" + figure_html("loss.svg");
   html += "<h2>What attention costs</h2>\n" + figure_html("cost.svg");
   html += "<h2>Sample translations and their alignments</h2>\n";
@@ -281,7 +323,23 @@ nlohmann::json write_report(const ReportInput& in) {
   html += "<h2>Backprop through one step</h2>\n<div style=\"overflow-x:auto\">\n" + figure_html("step_graph.svg") +
           "</div>\n";
   html += "</body>\n</html>\n";
-  write_file_atomic(file_in(in, "report.html"), html);
+  return html;
+}
+
+}  // namespace
+
+nlohmann::json write_report(const ReportInput& in) {
+  nlohmann::json results;
+  results["options"] = options_json(in.options);
+  results["vocabulary"] = {{"source", in.source_vocab->size()}, {"target", in.target_vocab->size()}};
+  for (const ReportRun& r : in.runs) results["models"][r.name] = model_json(r);
+  results["cost"] = in.cost;
+  std::vector<Figure> figures = {bleu_figure(in), loss_figure(in), cost_figure(in)};
+  const std::vector<std::pair<std::string, int>> chosen = choose_samples(*in.test);
+  const std::vector<std::string> sample_html = add_samples(in, chosen, figures, results);
+  figures.push_back(step_graph_figure());
+  for (const Figure& f : figures) write_file_atomic(file_in(in, f.file), f.svg);
+  write_file_atomic(file_in(in, "report.html"), report_html(in, figures, chosen, sample_html));
   return results;
 }
 

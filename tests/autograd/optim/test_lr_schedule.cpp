@@ -1,4 +1,4 @@
-// autograd/lr_schedule: StepLR and ReduceLROnPlateau epoch by epoch, worked out
+// autograd/optim/lr_schedule: StepLR and ReduceLROnPlateau epoch by epoch, worked out
 // by hand from PyTorch's rules; state save/restore continues identically.
 // PyTorch's own sequences are checked in test_layers_optim_reference.cpp.
 #include <doctest/doctest.h>

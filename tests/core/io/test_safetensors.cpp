@@ -1,6 +1,6 @@
-// core/safetensors and core/file_io: round trips, files written by torch and by
+// core/io/safetensors and core/io/file_io: round trips, files written by torch and by
 // hand, the exact bytes we write, every rejection with its message, truncated and
-// corrupted files, atomic writes; tools/inspect.
+// corrupted files, atomic writes; tools/cli/inspect.
 #include <doctest/doctest.h>
 
 #include <unistd.h>

@@ -1,4 +1,4 @@
-// core/blas: the one door to OpenBLAS. Its GEMM held to the triple loop for every
+// core/kernels/blas: the one door to OpenBLAS. Its GEMM held to the triple loop for every
 // transposition, row strides wider than the rows, both dtypes and beta; the empty
 // products; and the timing counts `attend bench` prints (totals and per shape).
 #include <doctest/doctest.h>

@@ -1,4 +1,4 @@
-// core/fast_math: the vectorisable float exp, tanh and sigmoid against the
+// core/kernels/fast_math: the vectorisable float exp, tanh and sigmoid against the
 // library functions, and the whole-array loops against plain loops.
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-// core/packed_gemm's epilogue: the bias the kernel adds, and the row summaries
+// core/kernels/packed_gemm's epilogue: the bias the kernel adds, and the row summaries
 // (blas::RowSummary) it gathers for decoding, held for every kernel this CPU
 // runs to the simple version: the product by OpenBLAS plus the bias, then one
 // pass over each row for its maximum, the sum of e^(z - max) in double, and the
@@ -16,6 +16,7 @@
 
 #include "core/kernels/blas.hpp"
 #include "core/error.hpp"
+#include "core/kernels/detail/packed_gemm_detail.hpp"
 #include "core/kernels/packed_gemm.hpp"
 #include "core/random.hpp"
 

@@ -1,4 +1,4 @@
-// core/packed_gemm: y = x @ W^T + beta * y with W packed once, held to
+// core/kernels/packed_gemm: y = x @ W^T + beta * y with W packed once, held to
 // OpenBLAS's blas::gemm(false, true, ...) (the oracle) on every kind of edge: row
 // counts that fill no row block, columns that fill no panel, an odd number of
 // panels, strides wider than the rows, beta 0 (y never read), 1 and other; the
@@ -15,6 +15,7 @@
 
 #include "core/kernels/blas.hpp"
 #include "core/error.hpp"
+#include "core/kernels/detail/packed_gemm_detail.hpp"
 #include "core/kernels/packed_gemm.hpp"
 #include "core/random.hpp"
 

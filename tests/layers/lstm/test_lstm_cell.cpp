@@ -1,4 +1,4 @@
-// layers/lstm_cell: the fused LSTM step against hand-computed numbers, against
+// layers/lstm/lstm_cell: the fused LSTM step against hand-computed numbers, against
 // the same step from primitive ops, against finite differences and against PyTorch.
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-// models/corpus: TSV reading with warnings, splits, length filters, batches and
+// models/data/corpus: TSV reading with warnings, splits, length filters, batches and
 // the reproducible epoch order.
 #include <doctest/doctest.h>
 

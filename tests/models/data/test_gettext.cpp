@@ -1,4 +1,4 @@
-// models/gettext: .mo catalogs built byte by byte in both byte orders, every
+// models/data/gettext: .mo catalogs built byte by byte in both byte orders, every
 // kind of corruption, the entry filter, and the directory harvest.
 #include <doctest/doctest.h>
 

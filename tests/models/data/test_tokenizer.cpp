@@ -1,4 +1,4 @@
-// models/tokenizer: UTF-8 decoding, splitting rules, lower-casing, detokenizing.
+// models/data/tokenizer: UTF-8 decoding, splitting rules, lower-casing, detokenizing.
 #include <doctest/doctest.h>
 
 #include <string>

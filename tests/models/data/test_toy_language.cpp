@@ -1,4 +1,4 @@
-// models/toy_language: exact lengths, determinism, agreement and alignment.
+// models/data/toy_language: exact lengths, determinism, agreement and alignment.
 #include <doctest/doctest.h>
 
 #include <map>

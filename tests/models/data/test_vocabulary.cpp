@@ -1,4 +1,4 @@
-// models/vocabulary: building from counts, encode/decode, save/load and its checks.
+// models/data/vocabulary: building from counts, encode/decode, save/load and its checks.
 #include <doctest/doctest.h>
 
 #include <filesystem>

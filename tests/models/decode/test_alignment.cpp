@@ -1,4 +1,4 @@
-// models/alignment: hard alignments of hand-built attention matrices, the
+// models/decode/alignment: hard alignments of hand-built attention matrices, the
 // unknown-word dictionary and the replacement itself.
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-// models/decoding: options shared by greedy decoding and beam search.
+// models/decode/decoding: options shared by greedy decoding and beam search.
 #include <doctest/doctest.h>
 
 #include <algorithm>

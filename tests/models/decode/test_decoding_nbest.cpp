@@ -1,4 +1,4 @@
-// models/decoding: n-best lists, the GNMT length and coverage penalties, and
+// models/decode/decoding: n-best lists, the GNMT length and coverage penalties, and
 // beam search held against the exhaustive search of tests/models/decode/decoding_oracle.hpp.
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-// models/ensemble and decoding with several models: the mean of the models'
+// models/decode/ensemble and decoding with several models: the mean of the models'
 // log-probabilities at every step, each model with its own state, reordered
 // by beam search; the mean attention; mismatched models refused.
 #include <doctest/doctest.h>

@@ -1,4 +1,4 @@
-// models/top_tokens: beam search's choice of each beam's best tokens, held
+// models/decode/top_tokens: beam search's choice of each beam's best tokens, held
 // against sorting the whole row, on rows with ties, -inf, NaN and every
 // vocabulary size around the block of 8 the fast version skips by.
 #include <doctest/doctest.h>

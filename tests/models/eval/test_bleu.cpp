@@ -1,4 +1,4 @@
-// models/bleu: against NLTK (tests/reference/bleu_reference.py), against sacreBLEU's
+// models/eval/bleu: against NLTK (tests/reference/bleu_reference.py), against sacreBLEU's
 // own documented examples, and hand-computed edge cases.
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-// models/average and `attend average`: the mean of identical models is them,
+// models/train/average and `attend average`: the mean of identical models is them,
 // bit for bit; of two known models the elementwise mean; mismatched inputs,
 // too few or too many, and an existing --out are refused before anything is written.
 #include <doctest/doctest.h>

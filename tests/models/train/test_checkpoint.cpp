@@ -1,4 +1,4 @@
-// models/checkpoint and the trainer's guards: a checkpoint is one unit whose
+// models/train/checkpoint and the trainer's guards: a checkpoint is one unit whose
 // files must agree, trainer_state.json is checked key by key, no non-finite
 // weight is saved or loaded, stale temporary files are removed.
 #include <doctest/doctest.h>

@@ -1,4 +1,4 @@
-// models/distributed: the parts that need no second process (sharding, token
+// models/train/distributed: the parts that need no second process (sharding, token
 // weights, the gradient buffer, failure agreement, the launcher's environment).
 // The data-parallel training itself runs under mpirun: tests/mpi/.
 #include <doctest/doctest.h>

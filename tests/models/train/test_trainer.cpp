@@ -1,4 +1,4 @@
-// models/trainer and models/model_dir: a resumed run equals an uninterrupted
+// models/train/trainer and models/model_dir: a resumed run equals an uninterrupted
 // one, checkpoints are complete and loadable, a non-finite loss stops training.
 #include <doctest/doctest.h>
 

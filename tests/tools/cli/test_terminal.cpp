@@ -1,4 +1,4 @@
-// tools/terminal: the progress bar's text, the attention drawing, signed maps
+// tools/cli/terminal: the progress bar's text, the attention drawing, signed maps
 // (dL/dalpha) and text blocks side by side, and when output counts as a terminal.
 #include <doctest/doctest.h>
 #include <pty.h>

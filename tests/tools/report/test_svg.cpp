@@ -1,4 +1,4 @@
-// tools/svg: line charts and heatmaps (alone or side by side) are well-formed SVG
+// tools/report/svg: line charts and heatmaps (alone or side by side) are well-formed SVG
 // with the promised parts.
 #include <doctest/doctest.h>
 

@@ -1,6 +1,7 @@
 #pragma once
 // NumPy broadcasting for binary ops. Shapes are aligned at their last axis; an
 // axis of size 1 (or a missing leading axis) stretches to the other's size.
+// Used by the ops in autograd/ops/ alone; not part of the API.
 //
 // BroadcastIter visits every output element once with the matching element
 // index in each input, so a backward can write  da[ia] += dy[i] * ...  and the
