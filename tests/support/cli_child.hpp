@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -49,14 +50,18 @@ struct CliChild {
 // thread of the test: a child forked while another thread holds a lock (of the
 // allocator, stdio, the loader) can hang on it. A test that needs a peer (a
 // FIFO's reader, a turn arbiter) starts the child first and plays the peer on
-// its own thread, then calls wait_attend_child.
+// its own thread, then calls wait_attend_child. `in_child`, if given, runs in
+// the child first (an environment variable, a resource limit; it returns false
+// when it could not, and the child exits 99).
 inline CliChild start_attend_child(std::vector<std::string> args, const std::string& in, const std::string& out,
-                                   int out_flags, const std::string& err, int seconds) {
+                                   int out_flags, const std::string& err, int seconds,
+                                   const std::function<bool()>& in_child = {}) {
   args.insert(args.begin(), "attend");
   std::fflush(nullptr);
   const pid_t pid = ::fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
+    if (in_child && !in_child()) ::_exit(99);
     const int fd_in = ::open(in.c_str(), O_RDONLY);
     const int fd_out = ::open(out.c_str(), out_flags, 0600);
     const int fd_err = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);

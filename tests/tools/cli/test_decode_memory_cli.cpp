@@ -41,28 +41,16 @@ std::uint64_t address_space() {
 // `attend translate --model MODEL --beam 4 INPUT` in a forked child whose decoding
 // limit is kLimit and whose address space is capped; `seconds` is its alarm.
 CliResult capped_translate(const Scratch& s, const std::string& model, const std::string& input, int seconds) {
-  const std::string out = s.path("stdout.txt"), err = s.path("stderr.txt");
-  std::fflush(nullptr);
-  const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
+  const std::uint64_t cap = address_space() + kLimit + kMargin;
+  const auto limit_memory = [cap] {
     ::setenv("ATTEND_DECODE_MEMORY_LIMIT", std::to_string(kLimit).c_str(), 1);
-    const rlimit cap{address_space() + kLimit + kMargin, address_space() + kLimit + kMargin};
-    if (::setrlimit(RLIMIT_AS, &cap) != 0) ::_exit(99);
-    ::dup2(::open("/dev/null", O_RDONLY), 0);
-    ::dup2(::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600), 1);
-    ::dup2(::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600), 2);
-    ::alarm(static_cast<unsigned>(seconds));
-    std::vector<std::string> args = {"attend", "translate", "--model", model, "--beam", "4", "--threads", "1",
-                                     "--quiet", input};
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const int code = tools::run_cli(static_cast<int>(args.size()), argv.data(), "test");
-    std::fflush(nullptr);
-    ::_exit(code);
-  }
-  CliChild child{pid, out, err};
+    const rlimit r{cap, cap};
+    return ::setrlimit(RLIMIT_AS, &r) == 0;
+  };
+  CliChild child = start_attend_child({"translate", "--model", model, "--beam", "4", "--threads", "1", "--quiet", input},
+                                      "/dev/null", s.path("stdout.txt"), O_WRONLY | O_CREAT | O_TRUNC,
+                                      s.path("stderr.txt"), seconds, limit_memory);
+  child.out = s.path("stdout.txt");  // read back
   return wait_attend_child(child);
 }
 
