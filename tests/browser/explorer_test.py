@@ -42,7 +42,7 @@ def check(condition, message):
 
 
 def near(shown, wanted):
-    """The page writes 6 significant digits with a real minus sign (explorer.js: num)."""
+    """The page writes 6 significant digits with a real minus sign (helpers.js: num)."""
     try:
         value = float(shown.strip().replace("\u2212", "-"))
     except ValueError:

@@ -1,7 +1,7 @@
 // The attend explorer's worked numbers: every number of one decoder step (the
 // scores, the softmax, the context and their gradients), each headed by the
 // formula line of docs/backprop-through-attention.md it comes from. Uses the
-// helpers of explorer.js ($, el, num, row); explorer.js calls renderWorked.
+// helpers of helpers.js ($, el, num, row); explorer.js calls renderWorked.
 "use strict";
 
 // ---------------------------------------------------------------------------
