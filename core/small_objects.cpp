@@ -1,5 +1,6 @@
 #include "core/small_objects.hpp"
 
+#include <array>
 #include <new>
 
 namespace attend::small_objects {
@@ -45,6 +46,13 @@ Lists::~Lists() {
 bool pooled(std::size_t bytes) { return kPooling && bytes <= kMaxBytes && !lists_gone; }
 std::size_t class_of(std::size_t bytes) { return bytes == 0 ? 0 : (bytes - 1) / kGrain; }
 
+// max_blocks of each class, computed once: deallocate runs for every tensor freed.
+constexpr auto kMaxBlocks = [] {
+  std::array<std::size_t, kClasses> most{};
+  for (std::size_t c = 0; c < kClasses; ++c) most[c] = max_blocks((c + 1) * kGrain);
+  return most;
+}();
+
 }  // namespace
 
 void* allocate(std::size_t bytes) {
@@ -61,7 +69,7 @@ void deallocate(void* block, std::size_t bytes) noexcept {
   if (block == nullptr) return;
   if (!pooled(bytes)) return ::operator delete(block);
   const std::size_t c = class_of(bytes);
-  if (lists.count[c] >= max_blocks(bytes)) return ::operator delete(block);
+  if (lists.count[c] >= kMaxBlocks[c]) return ::operator delete(block);
   auto* free_block = static_cast<FreeBlock*>(block);
   free_block->next = lists.head[c];
   lists.head[c] = free_block;
