@@ -10,6 +10,9 @@ void save(const Module& module, const std::string& path, const std::map<std::str
 
 void load(Module& module, const std::string& path) {
   SafetensorsFile file = load_safetensors(path);
+  if (!file.int8.empty())  // its float tensors alone would load as a model missing its weights
+    fail("load: {}: the file holds int8 weights ('{}' is I8): it belongs to an int8 model directory "
+         "(attend quantize), which load_model_dir reads", path, file.int8.begin()->first);
   try {
     module.load_state_dict(file.tensors, /*strict=*/true);
   } catch (const Error& e) {

@@ -43,32 +43,59 @@ std::string json_reason(const json::exception& e) {
 
 // ---------------------------------------------------------------- writing
 
-void save_header_checks(const std::string& path, const std::map<std::string, Tensor>& tensors) {
+void save_header_checks(const std::string& path, const std::map<std::string, Tensor>& tensors,
+                        const std::map<std::string, Int8Array>& int8) {
   for (const auto& [name, t] : tensors) {
     if (name == "__metadata__") fail("save_safetensors: {}: a tensor cannot be named '__metadata__'", path);
     if (!t.defined()) fail("save_safetensors: {}: tensor '{}' is undefined", path, name);
+    if (int8.count(name) != 0) fail("save_safetensors: {}: '{}' is both a tensor and an int8 array", path, name);
   }
+  for (const auto& [name, a] : int8) {
+    if (name == "__metadata__") fail("save_safetensors: {}: an array cannot be named '__metadata__'", path);
+    if (static_cast<std::int64_t>(a.values.size()) != a.shape.numel())
+      fail("save_safetensors: {}: int8 array '{}' has {} values for its shape {}", path, name, a.values.size(), a.shape);
+  }
+}
+
+// One tensor's bytes, where save_safetensors lays them out.
+struct Block {
+  const std::string* name;
+  std::string_view code;  // F64, F32, I8
+  const Shape* shape;
+  std::string_view bytes;
+};
+
+// F64 first, then F32, each by name, then I8 by name.
+std::vector<Block> data_blocks(const std::map<std::string, Tensor>& tensors, const std::map<std::string, Int8Array>& int8) {
+  std::vector<Block> order;
+  const auto bytes_of = [](const Tensor& t) {
+    return std::string_view(static_cast<const char*>(t.raw_data()),
+                            static_cast<std::size_t>(t.numel()) * dtype_size(t.dtype()));
+  };
+  for (const auto& [name, t] : tensors) order.push_back({&name, code_of(t.dtype()), &t.shape(), bytes_of(t)});
+  std::stable_partition(order.begin(), order.end(), [](const Block& b) { return b.code == "F64"; });
+  for (const auto& [name, a] : int8)
+    order.push_back({&name, "I8", &a.shape,
+                     std::string_view(reinterpret_cast<const char*>(a.values.data()), a.values.size())});
+  return order;
 }
 
 }  // namespace
 
 void save_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
-                      const std::map<std::string, std::string>& metadata) {
-  save_header_checks(path, tensors);
-  // F64 first, then F32, each by name: every tensor then starts at a multiple of
-  // its element size (the header is padded to 8 bytes), as in the Python package.
-  std::vector<std::pair<const std::string*, const Tensor*>> order;
-  for (const auto& [name, t] : tensors) order.emplace_back(&name, &t);
-  std::stable_partition(order.begin(), order.end(), [](const auto& e) { return e.second->dtype() == Float64; });
+                      const std::map<std::string, std::string>& metadata, const std::map<std::string, Int8Array>& int8) {
+  save_header_checks(path, tensors, int8);
+  // Wider elements first: every tensor then starts at a multiple of its element
+  // size (the header is padded to 8 bytes), as in the Python package.
+  const std::vector<Block> order = data_blocks(tensors, int8);
 
   json header = json::object();
   std::uint64_t offset = 0;
-  for (const auto& [name, t] : order) {
-    const std::uint64_t bytes = static_cast<std::uint64_t>(t->numel()) * dtype_size(t->dtype());
-    header[*name] = {{"dtype", code_of(t->dtype())},
-                     {"shape", std::vector<std::int64_t>(t->shape().begin(), t->shape().end())},
-                     {"data_offsets", {offset, offset + bytes}}};
-    offset += bytes;
+  for (const Block& b : order) {
+    header[*b.name] = {{"dtype", b.code},
+                       {"shape", std::vector<std::int64_t>(b.shape->begin(), b.shape->end())},
+                       {"data_offsets", {offset, offset + b.bytes.size()}}};
+    offset += b.bytes.size();
   }
   if (!metadata.empty()) header["__metadata__"] = metadata;
 
@@ -86,10 +113,8 @@ void save_safetensors(const std::string& path, const std::map<std::string, Tenso
   write_file_atomic(path, [&](const ByteSink& sink) {
     sink(std::string_view(length, 8));
     sink(text);
-    for (const auto& [name, t] : order) {
-      const std::size_t bytes = static_cast<std::size_t>(t->numel()) * dtype_size(t->dtype());
-      if (bytes > 0) sink(std::string_view(static_cast<const char*>(t->raw_data()), bytes));
-    }
+    for (const Block& b : order)
+      if (!b.bytes.empty()) sink(b.bytes);
   });
 }
 
@@ -120,6 +145,7 @@ std::string shown(const json& j) {
 struct Entry {
   std::string name;
   DType dtype = Float32;
+  bool int8 = false;  // I8, whatever dtype says
   Shape shape;
   std::uint64_t begin = 0, end = 0;
 };
@@ -186,8 +212,8 @@ Shape parse_shape(const std::string& path, const std::string& name, const json& 
 }
 
 // numel * element size, or nothing when it does not fit in 64 bits.
-bool byte_count(const Shape& shape, DType dtype, std::uint64_t& bytes) {
-  bytes = dtype_size(dtype);
+bool byte_count(const Shape& shape, std::uint64_t element_size, std::uint64_t& bytes) {
+  bytes = element_size;
   for (std::int64_t d : shape)
     if (d == 0) return bytes = 0, true;
   for (std::int64_t d : shape)
@@ -205,7 +231,8 @@ Entry parse_entry(const std::string& path, const std::string& raw_name, const js
   if (!dtype.is_string()) bad(path, "tensor '{}': \"dtype\" must be a string, got {}", name, shown(dtype));
   if (dtype == "F32") e.dtype = Float32;
   else if (dtype == "F64") e.dtype = Float64;
-  else bad(path, "tensor '{}' has unsupported dtype '{}' (attend reads F32 and F64)", name,
+  else if (dtype == "I8") e.int8 = true;
+  else bad(path, "tensor '{}' has unsupported dtype '{}' (attend reads F32, F64 and I8)", name,
            printable(dtype.get<std::string>()));
 
   e.shape = parse_shape(path, name, field(path, name, info, "shape"));
@@ -221,11 +248,11 @@ Entry parse_entry(const std::string& path, const std::string& raw_name, const js
         name, e.begin, e.end, data_size);
 
   std::uint64_t bytes = 0;
-  if (!byte_count(e.shape, e.dtype, bytes))
+  if (!byte_count(e.shape, e.int8 ? 1 : dtype_size(e.dtype), bytes))
     bad(path, "tensor '{}' has shape {} with too many elements", name, e.shape);
   if (e.end - e.begin != bytes)
-    bad(path, "tensor '{}' has data_offsets [{}, {}] but {} {} needs {} bytes", name, e.begin, e.end, code_of(e.dtype),
-        e.shape, bytes);
+    bad(path, "tensor '{}' has data_offsets [{}, {}] but {} {} needs {} bytes", name, e.begin, e.end,
+        e.int8 ? "I8" : code_of(e.dtype), e.shape, bytes);
   return e;
 }
 
@@ -301,8 +328,14 @@ SafetensorsFile load_safetensors(const std::string& path) {
     bad(path, "the tensors hold {} bytes, more than this machine's memory ({})", data_size, limits::bytes_text(memory));
 
   for (const Entry& e : entries) {
-    Tensor t = empty(e.shape, e.dtype);
     const std::size_t bytes = static_cast<std::size_t>(e.end - e.begin);
+    if (e.int8) {
+      Int8Array a{e.shape, std::vector<std::int8_t>(bytes)};
+      if (bytes > 0) file.read_at(data_start + e.begin, a.values.data(), bytes);
+      out.int8.emplace(e.name, std::move(a));
+      continue;
+    }
+    Tensor t = empty(e.shape, e.dtype);
     if (bytes > 0) file.read_at(data_start + e.begin, t.raw_data(), bytes);
     out.tensors.emplace(e.name, std::move(t));
   }

@@ -7,25 +7,38 @@
 // data_offsets are byte offsets into the data section, which the tensors cover
 // exactly, without holes or overlaps. Data is raw little-endian, row-major.
 //
-// attend reads and writes F32 and F64. Files written here load in Python
-// (safetensors.torch.load_file), and files written there with these dtypes load here.
+// attend reads and writes F32 and F64 as Tensors, and I8 as Int8Arrays (the
+// weights of int8 models, models/quantize.hpp). Files written here load in Python
+// (safetensors.torch.load_file, safetensors.numpy.load_file), and files written
+// there with these dtypes load here.
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "core/tensor.hpp"
 
 namespace attend {
 
-// Writes the tensors (all defined) and string metadata to path, atomically: a
-// crash or error during the write leaves any previous file at path whole.
-// Data is laid out F64 tensors first, then F32, each group by name, so that
-// every tensor is aligned to its element size (as the Python package does).
+// An I8 tensor: values row-major, shape.numel() of them.
+struct Int8Array {
+  Shape shape;
+  std::vector<std::int8_t> values;
+};
+
+// Writes the tensors (all defined), the int8 arrays and string metadata to
+// path, atomically: a crash or error during the write leaves any previous file
+// at path whole. Data is laid out F64 tensors first, then F32, then I8, each
+// group by name, so that every tensor is aligned to its element size (as the
+// Python package does). A name may appear once over both maps; an array's
+// values must number its shape's elements.
 void save_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
-                      const std::map<std::string, std::string>& metadata = {});
+                      const std::map<std::string, std::string>& metadata = {},
+                      const std::map<std::string, Int8Array>& int8 = {});
 
 struct SafetensorsFile {
-  std::map<std::string, Tensor> tensors;
+  std::map<std::string, Tensor> tensors;     // F32 and F64
+  std::map<std::string, Int8Array> int8;     // I8
   std::map<std::string, std::string> metadata;
 };
 

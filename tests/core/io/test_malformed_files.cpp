@@ -82,8 +82,11 @@ std::vector<Case> safetensors_cases() {
        "the header's entry 'w' has the key 'dtype' twice"},
       {"an entry that is not an object", safetensors(R"({"w": 3})"), "tensor 'w': the entry is not a JSON object but 3"},
       {"an unsupported dtype",
-       safetensors(R"({"w": {"dtype": "I8", "shape": [2], "data_offsets": [0, 2]}})", "ab"),
-       "tensor 'w' has unsupported dtype 'I8' (attend reads F32 and F64)"},
+       safetensors(R"({"w": {"dtype": "I16", "shape": [1], "data_offsets": [0, 2]}})", "ab"),
+       "tensor 'w' has unsupported dtype 'I16' (attend reads F32, F64 and I8)"},
+      {"an I8 array whose offsets do not fit its shape",
+       safetensors(R"({"w": {"dtype": "I8", "shape": [3], "data_offsets": [0, 2]}})", "ab"),
+       "tensor 'w' has data_offsets [0, 2] but I8 [3] needs 3 bytes"},
       {"a dtype that is not a string",
        safetensors(R"({"w": {"dtype": 32, "shape": [2], "data_offsets": [0, 8]}})", "12345678"),
        "tensor 'w': \"dtype\" must be a string, got 32"},
@@ -141,7 +144,7 @@ std::vector<Case> safetensors_cases() {
       {"a metadata value that is not a string", safetensors(R"({"__metadata__": {"step": 3}})"),
        "\"__metadata__\" value of 'step' must be a string, got 3"},
       {"a tensor name with a terminal escape",
-       safetensors("{\"\\u001b[2J\": {\"dtype\": \"I8\", \"shape\": [1], \"data_offsets\": [0, 1]}}", "x"),
+       safetensors("{\"\\u001b[2J\": {\"dtype\": \"U8\", \"shape\": [1], \"data_offsets\": [0, 1]}}", "x"),
        "tensor '\\x1b[2J' has unsupported dtype"},
   };
 }

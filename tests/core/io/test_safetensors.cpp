@@ -254,7 +254,7 @@ TEST_CASE("tensor entries with a wrong dtype, shape or offsets are rejected, nam
         expected(tmp, "tensor 'w': \"dtype\" must be a string, got 32"));
   for (const char* dtype : {"F16", "BF16", "I64", "U8", "BOOL", "f32", "Q7"})
     CHECK(entry(fmt::format(R"({{"dtype": "{}", "shape": [4], "data_offsets": [0, 16]}})", dtype)) ==
-          expected(tmp, fmt::format("tensor 'w' has unsupported dtype '{}' (attend reads F32 and F64)", dtype)));
+          expected(tmp, fmt::format("tensor 'w' has unsupported dtype '{}' (attend reads F32, F64 and I8)", dtype)));
 
   CHECK(entry(R"({"dtype": "F32", "shape": [2, -2], "data_offsets": [0, 16]})") ==
         expected(tmp, "tensor 'w' has negative dimension -2 in its shape [2,-2]"));
