@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "core/error.hpp"
+#include "core/kernels/detail/int8_gemm_detail.hpp"
 #include "core/kernels/detail/openblas_calls.hpp"
 #include "core/kernels/detail/packed_gemm_detail.hpp"
 #include "core/kernels/packed_gemm.hpp"
@@ -248,6 +249,7 @@ void gemm_packed(std::int64_t m, const float* x, std::int64_t ldx, const PackedM
     return;
   }
   timed(false, true, m, w.n(), w.k(), [&] {
+    if (w.int8()) return detail::int8_product(m, x, ldx, w, beta, y, ldy, detail::int8_kernel(), epilogue);
     detail::packed_product(m, x, ldx, w, beta, y, ldy, detail::packed_kernel(), epilogue);
   }, true);
 }

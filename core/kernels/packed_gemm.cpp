@@ -28,13 +28,6 @@ void summarise_baseline(std::int64_t N, const float* w, std::int64_t ldw, const 
   run_summary<V4, 2, 1, 2>(N, w, ldw, xp, bias, skip, sums, lanes);
 }
 
-}  // namespace kernels
-
-namespace {
-
-using kernels::LaneSummary;
-using kernels::Lanes;
-
 LaneSummary empty_lanes() {
   LaneSummary s;
   std::fill_n(s.max, PackedMatrix::kPanel, -std::numeric_limits<float>::infinity());
@@ -69,6 +62,14 @@ RowSummary fold(const LaneSummary& lanes) {
   return out;
 }
 
+}  // namespace kernels
+
+namespace {
+
+using kernels::fold;
+using kernels::LaneSummary;
+using kernels::Lanes;
+
 // Lane l of a panel's column lanes as its row's summary: as fold() with one lane.
 RowSummary fold_lane(const kernels::ColumnLanes& lanes, std::int64_t l) {
   RowSummary out;
@@ -89,13 +90,14 @@ void run(detail::PackedKernel kernel, bool xt, std::int64_t m, const float* x, s
          float beta, float* y, std::int64_t ldy, const Epilogue& epi) {
   detail::check_epilogue(beta, epi);
   if (epi.rows != nullptr) std::fill_n(epi.rows, m, RowSummary{});
+  if (w.int8()) fail("gemm_packed: W is int8: the float kernels take a float W (detail::int8_product runs an int8 one)");
   if (m == 0 || w.n() == 0) return;
   if (!detail::packed_kernel_runs(kernel)) fail("gemm_packed: this CPU cannot run the kernel asked for");
   if (epi.rows != nullptr && w.n() > std::numeric_limits<std::int32_t>::max())
     fail("gemm_packed: row summaries take at most 2^31 - 1 columns, got {}", w.n());
   // The rows' lanes, in a buffer each thread keeps: no fresh pages per call.
   thread_local std::vector<LaneSummary> lanes;
-  if (epi.rows != nullptr) lanes.assign(static_cast<std::size_t>(m), empty_lanes());
+  if (epi.rows != nullptr) lanes.assign(static_cast<std::size_t>(m), kernels::empty_lanes());
   const Lanes kernel_epi{epi.bias, epi.rows == nullptr ? nullptr : lanes.data(), epi.skip, epi.store_y};
   [&] {
 #if defined(ATTEND_PACKED_WIDE)

@@ -7,14 +7,20 @@
 // (bench_packed; `attend bench --no-train` times decoding).
 //
 // Letters: x (M, K) the rows, W (N, K) as a linear layer's weight, y (M, N).
-// float only; blas::gemm(false, true, ...) is the oracle (tests/core/kernels/test_packed_gemm.cpp).
+// float, or int8 weights (PackedMatrix::from_int8, core/kernels/int8_gemm.hpp); blas::gemm(false,
+// true, ...) is the float oracle (tests/core/kernels/test_packed_gemm.cpp).
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <span>
 
 #include "core/tensor.hpp"
 
 namespace attend::blas {
+
+namespace detail {
+struct Int8Panels;  // an int8 matrix's panels, scales and row sums (detail/int8_gemm_detail.hpp)
+}
 
 class PackedMatrix {
  public:
@@ -32,10 +38,18 @@ class PackedMatrix {
   // packs x's rows (b, t) step by step, as its da^T's columns run). Error on a
   // null row.
   static PackedMatrix from_transposed_rows(std::span<const float* const> rows, std::int64_t n);
+  // W quantized to int8 per row: q (n, k) row-major in [-127, 127], W[r] ~ scales[r] * q[r]
+  // (blas::quantize_rows gives both). gemm_packed then runs the int8 kernel
+  // (core/kernels/int8_gemm.hpp). Error on negative sizes, k above kInt8MaxK, a
+  // value of -128, a null pointer with n k > 0, or a scale that is negative or not finite.
+  static PackedMatrix from_int8(const std::int8_t* q, const float* scales, std::int64_t n, std::int64_t k);
+  // The int8 kernel adds up to 255 * 127 per k in int32: K at most (2^31 - 1) / (255 * 127).
+  static constexpr std::int64_t kInt8MaxK = 66311;
 
   std::int64_t n() const { return n_; }
   std::int64_t k() const { return k_; }
   bool empty() const { return n_ == 0; }
+  bool int8() const { return int8_ != nullptr; }
   // Streamed: the caller's loop touches more than L2 holds between two products
   // by W (decoding's step: 11 MB of weights at config M), so W's panels come
   // from L3 at every product. The kernel then prefetches the next panels into
@@ -44,16 +58,26 @@ class PackedMatrix {
   void set_streamed(bool on) { streamed_ = on; }
   bool streamed() const { return streamed_; }
   // Panel p: (k, 16), row kk holding W[16p + j][kk] for j = 0..15, zeros past n.
-  const float* panel(std::int64_t p) const { return data_.data<float>() + p * k_ * kPanel; }
+  // A float matrix's only: Error on an int8 one (which has no float panels).
+  const float* panel(std::int64_t p) const {
+    if (int8_ != nullptr) [[unlikely]] float_panel_of_int8();
+    return data_.data<float>() + p * k_ * kPanel;
+  }
+  // An int8 matrix's panels (detail/int8_gemm_detail.hpp); Error on a float one.
+  const detail::Int8Panels& int8_panels() const;
 
  private:
   PackedMatrix(std::int64_t n, std::int64_t k);  // zeros, for the two packers
+  [[noreturn]] static void float_panel_of_int8();
   std::int64_t n_ = 0, k_ = 0;
   bool streamed_ = false;
   // ceil(n / 16) panels, one after another. A tensor, so that its memory comes
   // from the storage cache (core/storage.hpp), as a training step packs again
   // every time: fresh pages cost more than packing here.
   Tensor data_;
+  // An int8 matrix's panels instead of data_ (empty then): shared, as copies of
+  // a packed matrix are (the Tensor above shares its storage too).
+  std::shared_ptr<const detail::Int8Panels> int8_;
 };
 
 // What decoding reads of a row z of logits (one row of y): its maximum and
@@ -88,7 +112,9 @@ struct Epilogue {
 // y (m, N) = x (m, K) @ W^T + beta * y, with W packed; rows of x ldx apart,
 // rows of y ldy apart, and the epilogue (bias, row summaries). beta 0 never
 // reads y. Counted by gemm_stats() as a (false, true, m, N, K) product marked
-// packed (blas.cpp). Error when ldx < K or ldy < N.
+// packed (blas.cpp). Error when ldx < K or ldy < N. An int8 W
+// (PackedMatrix::from_int8) runs the int8 kernel: x quantized per row, see
+// core/kernels/int8_gemm.hpp for what it computes and how far from the float product.
 void gemm_packed(std::int64_t m, const float* x, std::int64_t ldx, const PackedMatrix& w, float beta, float* y,
                  std::int64_t ldy, const Epilogue& epilogue = {});
 

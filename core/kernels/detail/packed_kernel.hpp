@@ -39,6 +39,11 @@ struct Lanes {
   bool store_y = true;  // false: the summaries alone (Epilogue::store_y)
 };
 
+// A row's lanes before any column, and the lanes folded into its summary after
+// the product (core/kernels/packed_gemm.cpp; the int8 product folds them too).
+LaneSummary empty_lanes();
+RowSummary fold(const LaneSummary& lanes);
+
 // One kernel per instruction set, each compiled for its own (clang, in the fuzz
 // preset, builds the baseline alone, as with ATTEND_SIMD_CLONES):
 //   AVX-512   6 rows x 4 panels: 24 of its 32 registers accumulate, fed by 4
