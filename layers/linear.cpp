@@ -47,6 +47,17 @@ PackedLinear PackedLinear::pack_with(const Tensor& weight, const Tensor& bias, b
   return out;
 }
 
+PackedLinear PackedLinear::from_packed(std::shared_ptr<const blas::PackedMatrix> weight, const Tensor& bias) {
+  if (weight == nullptr) fail("PackedLinear::from_packed: no weight");
+  if (bias.defined() && (bias.dtype() != Float32 || bias.dim() != 1 || bias.size(0) != weight->n()))
+    fail("PackedLinear::from_packed: the bias must be float32 ({}) for a weight ({}, {}), got {} {}", weight->n(),
+         weight->n(), weight->k(), bias.dtype(), bias.shape());
+  PackedLinear out;
+  out.weight_ = std::move(weight);
+  if (bias.defined()) out.bias_ = bias.detach().clone();
+  return out;
+}
+
 PackedLinear PackedLinear::for_steps(const Tensor& weight, const Tensor& bias, bool defer_weight_grad) {
   if (!weight.defined()) return {};
   const bool recording = GradMode::enabled();

@@ -71,6 +71,10 @@ class PackedLinear {
   // dW, as linear()'s). Make it again after the parameters change, and for every
   // recorded batch: it belongs to that batch's graph. Empty without a weight.
   static PackedLinear for_steps(const Tensor& weight, const Tensor& bias, bool defer_weight_grad = true);
+  // A weight packed already (an int8 model's, models/quantize/quantize.hpp), for
+  // steps that are not recorded. Error when null, or on a bias that is not
+  // float32 of the weight's n rows.
+  static PackedLinear from_packed(std::shared_ptr<const blas::PackedMatrix> weight, const Tensor& bias);
 
   bool empty() const { return weight_ == nullptr && !weight_values_.defined(); }
   // Made by for_steps while recording: forward records, and gradients flow.

@@ -39,6 +39,13 @@ const LSTMWeights& LSTM::weights(std::int64_t layer, std::int64_t direction) con
   return weights_[static_cast<std::size_t>(layer * num_directions() + direction)];
 }
 
+void LSTM::set_int8(std::int64_t layer, std::int64_t direction, std::shared_ptr<const blas::PackedMatrix> ih,
+                    std::shared_ptr<const blas::PackedMatrix> hh) {
+  weights(layer, direction);  // checks the layer and direction
+  LSTMWeights& w = weights_[static_cast<std::size_t>(layer * num_directions() + direction)];
+  set_int8_weights(w, w.weight_ih.size(1), hidden_size_, std::move(ih), std::move(hh));
+}
+
 LSTMOutput LSTM::forward(const Tensor& x, const std::vector<std::int64_t>& lengths, const LSTMState& initial) {
   return run(x, lengths, initial, true);
 }

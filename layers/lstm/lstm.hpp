@@ -85,6 +85,10 @@ class LSTM : public Module {
   const LSTMOptions& options() const { return options_; }
   // direction 0 is forward, 1 backward.
   const LSTMWeights& weights(std::int64_t layer, std::int64_t direction) const;
+  // An int8 model's W_ih and W_hh for one layer and direction (set_int8_weights,
+  // lstm_cell.hpp): the forward multiplies by them when it records no gradient.
+  void set_int8(std::int64_t layer, std::int64_t direction, std::shared_ptr<const blas::PackedMatrix> ih,
+                std::shared_ptr<const blas::PackedMatrix> hh);
   // Draws the dropout masks; its state belongs in a checkpoint that resumes exactly.
   Generator& dropout_generator() { return dropout_gen_; }
 

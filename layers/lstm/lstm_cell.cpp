@@ -353,8 +353,28 @@ LSTMState LSTMCell::forward(const Tensor& x, const LSTMState& state) const {
   return lstm_cell(x, initial_state(x, state), w_);
 }
 
+void set_int8_weights(LSTMWeights& w, std::int64_t I, std::int64_t H, std::shared_ptr<const blas::PackedMatrix> ih,
+                      std::shared_ptr<const blas::PackedMatrix> hh) {
+  if (!ih != !hh) fail("LSTM int8 weights: W_ih and W_hh come together; only one is given");
+  if (ih && (!ih->int8() || !hh->int8())) fail("LSTM int8 weights: the packed weights are float, not int8");
+  if (ih && (ih->n() != 4 * H || ih->k() != I || hh->n() != 4 * H || hh->k() != H))
+    fail("LSTM int8 weights: W_ih must be (4H, I) = ({}, {}) and W_hh (4H, H) = ({}, {}), got ({}, {}) and ({}, {})",
+         4 * H, I, 4 * H, H, ih->n(), ih->k(), hh->n(), hh->k());
+  w.int8_ih = std::move(ih);
+  w.int8_hh = std::move(hh);
+}
+
+void LSTMCell::set_int8(std::shared_ptr<const blas::PackedMatrix> ih, std::shared_ptr<const blas::PackedMatrix> hh) {
+  set_int8_weights(w_, w_.weight_ih.size(1), w_.weight_hh.size(1), std::move(ih), std::move(hh));
+}
+
 LSTMWeights LSTMCell::step_weights(std::int64_t batch) const {
   LSTMWeights w = w_;
+  if (w_.int8_ih && !GradMode::enabled()) {  // decoding an int8 model
+    w.packed_ih = w_.int8_ih;
+    w.packed_hh = w_.int8_hh;
+    return w;
+  }
   if (w_.weight_ih.dtype() == Float32) {
     // Without recording (decoding), the step's other weights evict these from
     // L2 between steps: the kernel prefetches them (PackedMatrix::set_streamed).

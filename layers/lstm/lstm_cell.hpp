@@ -71,7 +71,18 @@ struct LSTMWeights {
   // leaves its rows here instead of multiplying them into dW_ih and dW_hh; that
   // op's backward, which runs after every step's, multiplies them all at once.
   std::shared_ptr<DeferredWeightGrads> deferred{};
+  // An int8 model's weights (models/quantize/quantize.hpp), packed for
+  // blas::gemm_packed: products that record no gradient (decoding) multiply by
+  // these instead of weight_ih and weight_hh, which hold their dequantized values.
+  // Both or neither.
+  std::shared_ptr<const blas::PackedMatrix> int8_ih{};
+  std::shared_ptr<const blas::PackedMatrix> int8_hh{};
 };
+
+// Checks an int8 pair for a cell of input size I and hidden size H and sets it
+// on w (both null: unsets). Error on one null, a float pair, or wrong sizes.
+void set_int8_weights(LSTMWeights& w, std::int64_t I, std::int64_t H, std::shared_ptr<const blas::PackedMatrix> ih,
+                      std::shared_ptr<const blas::PackedMatrix> hh);
 
 // What the steps of one recorded sequence leave for lstm_weight_grads: per step,
 // da (B, 4H), x (B, I) and h_prev (B, H), whose rows make
@@ -129,6 +140,9 @@ class LSTMCell : public Module {
   // sequence: in grad mode they belong to its graph (see
   // LSTMWeights::deferred), which a backward releases.
   LSTMWeights step_weights(std::int64_t batch) const;
+  // An int8 model's W_ih and W_hh (set_int8_weights), which step_weights hands
+  // to steps that record no gradient.
+  void set_int8(std::shared_ptr<const blas::PackedMatrix> ih, std::shared_ptr<const blas::PackedMatrix> hh);
   // One step with weights from step_weights().
   LSTMState forward(const Tensor& x, const LSTMState& state, const LSTMWeights& step_weights) const;
 

@@ -145,9 +145,12 @@ void forward_steps(float, Saved& s, Outputs& out, const LSTMWeights& w) {
   const std::int64_t B = s.n.B, T = s.n.T, I = s.n.I, H = s.n.H, G = 4 * H;
   const Tensor bias = summed_bias<float>(w);
   float* a = s.gates.data<float>();
-  const blas::PackedMatrix w_hh(w.weight_hh.data<float>(), G, H, H);
+  // An int8 model's weights when nothing records (decoding), else W packed now.
+  const bool int8 = w.int8_ih && !GradMode::enabled();
+  const blas::PackedMatrix w_hh = int8 ? *w.int8_hh : blas::PackedMatrix(w.weight_hh.data<float>(), G, H, H);
+  const blas::PackedMatrix w_ih = int8 ? *w.int8_ih : blas::PackedMatrix(w.weight_ih.data<float>(), G, I, I);
   // a = x @ W_ih^T   (B*T, 4H): the input's share of every step's gates, one GEMM
-  blas::gemm_packed(B * T, s.x.data<float>(), I, blas::PackedMatrix(w.weight_ih.data<float>(), G, I, I), 0.0f, a, G);
+  blas::gemm_packed(B * T, s.x.data<float>(), I, w_ih, 0.0f, a, G);
   for (std::int64_t k = 0; k < T; ++k) {
     const std::int64_t t = s.step(k);
     // a[:, t] += h_prev[:, t] @ W_hh^T   (B, 4H): the recurrent share, one GEMM per step
