@@ -12,6 +12,7 @@
 #include "layers/serialize.hpp"
 #include "models/train/checkpoint.hpp"
 #include "models/data/subword.hpp"
+#include "models/quantize/quantize.hpp"
 
 namespace attend {
 
@@ -41,6 +42,9 @@ std::string side_difference(ModelSide side, const LoadedModel& first, const Load
 }
 
 std::string ensemble_difference(const LoadedModel& first, const LoadedModel& other, std::string_view first_name) {
+  if (first.int8 != other.int8)
+    return fmt::format("its weights are {}, {}'s are {} (models decode together only with others of the same kind)",
+                       other.int8 ? "int8" : "float32", first_name, first.int8 ? "int8" : "float32");
   for (ModelSide side : {ModelSide::Target, ModelSide::Source})
     if (std::string d = side_difference(side, first, other, first_name); !d.empty()) return d;
   // The source text is read with the first model's tokenizer options: the others' must be the same.
@@ -170,6 +174,12 @@ void read_config(const std::string& path, LoadedModel& m) {
       m.tokenizer.split_elision = r.boolean(tokenizer, "tokenizer.", "split_elision");
   }
   m.codecs = TextCodecs::words(m.tokenizer);
+  if (m.info.contains("weights")) {
+    const std::string weights = r.string(m.info, "", "weights");
+    if (weights != "int8" && weights != "float32")
+      r.bad("weights", fmt::format("is '{}'; it is float32 or int8", printable(weights)));
+    m.int8 = weights == "int8";
+  }
 }
 
 // The subword models named in config.json's "subword" (absent: a words model,
@@ -248,7 +258,8 @@ LoadedModel load_model_dir(const std::string& dir, const std::string& weights) {
   // (building allocates and initialises every parameter, up to limits::kMaxParameters).
   const std::string weights_path = path_in(dir, weights);
   {
-    const std::uint64_t needed = static_cast<std::uint64_t>(m.config.parameter_count()) * 4;
+    // int8 weights take 1 byte, and an int8 model's are most of its parameters.
+    const std::uint64_t needed = static_cast<std::uint64_t>(m.config.parameter_count()) * (m.int8 ? 1 : 4);
     std::error_code error;
     const std::uintmax_t size = std::filesystem::file_size(weights_path, error);
     if (!error && size < needed)
@@ -257,7 +268,8 @@ LoadedModel load_model_dir(const std::string& dir, const std::string& weights) {
   }
   Generator init(0);
   m.model = std::make_unique<Seq2Seq>(m.config, init);
-  nn::load(*m.model, weights_path);
+  if (m.int8) load_int8(*m.model, weights_path);
+  else nn::load(*m.model, weights_path);
   const std::string bad = first_non_finite_parameter(*m.model);
   if (!bad.empty())
     fail("{}: the weights are not finite ('{}' holds a NaN or infinity); refusing to use this model", weights_path, bad);

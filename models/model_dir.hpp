@@ -2,7 +2,9 @@
 // A trained model on disk: one directory holding everything `attend translate`
 // and `attend eval` need.
 //   DIR/config.json        the model configuration (and how it was trained)
-//   DIR/model.safetensors  the parameters of the best model (lowest validation loss)
+//   DIR/model.safetensors  the parameters of the best model (lowest validation loss);
+//                          an int8 model's (config.json "weights": "int8", made by
+//                          attend quantize) in the layout of models/quantize/quantize.hpp
 //   DIR/source.vocab       one token per line, in id order
 //   DIR/target.vocab
 //   DIR/subword.model      with subwords: the SentencePiece model of both sides,
@@ -29,6 +31,7 @@ struct LoadedModel {
   Vocabulary source_vocab, target_vocab;
   TokenizerOptions tokenizer;
   TextCodecs codecs;  // text <-> tokens: words with `tokenizer`, or SentencePiece
+  bool int8 = false;  // config.json "weights": "int8" (absent or "float32": a float model)
   std::unique_ptr<Seq2Seq> model;
 };
 
@@ -56,8 +59,8 @@ enum class ModelSide { Source, Target };
 std::string side_difference(ModelSide side, const LoadedModel& first, const LoadedModel& other,
                             std::string_view first_name);
 // Why `other` cannot decode in an ensemble with `first` ("" when it can): its
-// target side differs (side_difference), or its source side, or the tokenizer
-// options that read the source.
+// weights are of another kind (int8 against float32), its target side differs
+// (side_difference), or its source side, or the tokenizer options that read the source.
 std::string ensemble_difference(const LoadedModel& first, const LoadedModel& other, std::string_view first_name);
 // Throws Error unless the models can decode together as one ensemble (the
 // ensemble decodes with the first model's vocabularies and codecs): 1 to

@@ -1,7 +1,7 @@
 #pragma once
 // Everything in models/: the Seq2Seq model and its directory on disk; data/ (text
 // to tokens), decode/ (greedy, beam, ensembles), train/ (trainer, checkpoints, MPI,
-// averaging) and eval/ (BLEU). data/detail/, decode/detail/ and train/detail/ hold
+// averaging), eval/ (BLEU) and quantize/ (int8 models). data/detail/, decode/detail/ and train/detail/ hold
 // implementation headers: not API, not included here.
 #include "models/data/corpus.hpp"
 #include "models/data/dataset.hpp"
@@ -18,6 +18,8 @@
 #include "models/eval/bleu.hpp"
 #include "models/eval/evaluation.hpp"
 #include "models/model_dir.hpp"
+#include "models/quantize/quantize.hpp"
+#include "models/quantize/quantize_dir.hpp"
 #include "models/seq2seq.hpp"
 #include "models/train/average.hpp"
 #include "models/train/checkpoint.hpp"

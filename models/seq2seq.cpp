@@ -4,6 +4,7 @@
 
 #include "autograd/ops.hpp"
 #include "core/io/limits.hpp"
+#include "models/quantize/quantize.hpp"
 
 namespace attend {
 
@@ -179,7 +180,26 @@ Seq2Seq::Encoded Seq2Seq::encode(const Indices& source, const std::vector<std::i
   if (dot) enc.keys = dot->precompute(enc.states, enc.mask);
   enc.cell_weights = cell.step_weights(B);  // the same weights for every decoder step of this batch
   enc.combine = nn::PackedLinear::for_steps(combine.weight, combine.bias);
+  if (int8_ && !GradMode::enabled()) {  // decoding an int8 model: the steps' products in int8
+    enc.combine = nn::PackedLinear::from_packed(int8_->at("combine.weight"), combine.bias);
+    if (additive) enc.keys.query = nn::PackedLinear::from_packed(int8_->at("attention.W_q"), additive->b);
+    if (dot && !enc.keys.query.empty()) enc.keys.query = nn::PackedLinear::from_packed(int8_->at("attention.W_Q"), Tensor());
+  }
   return enc;
+}
+
+void Seq2Seq::set_int8(std::shared_ptr<const Int8Weights> weights) {
+  if (weights == nullptr) fail("Seq2Seq::set_int8: no weights");
+  const std::int64_t D = config_.bidirectional ? 2 : 1;
+  for (std::int64_t l = 0; l < config_.layers; ++l)
+    for (std::int64_t d = 0; d < D; ++d) {
+      const std::string suffix = fmt::format("_l{}{}", l, d == 1 ? "_reverse" : "");
+      encoder.set_int8(l, d, weights->at("encoder.weight_ih" + suffix), weights->at("encoder.weight_hh" + suffix));
+    }
+  cell.set_int8(weights->at("cell.weight_ih"), weights->at("cell.weight_hh"));
+  weights->at("combine.weight");  // each of these must be there before the model is int8
+  weights->at("project.weight");
+  int8_ = std::move(weights);
 }
 
 Seq2Seq::State Seq2Seq::initial_state(const Encoded& enc) const {

@@ -33,6 +33,8 @@
 
 namespace attend {
 
+struct Int8Weights;  // models/quantize/quantize.hpp
+
 enum class AttentionKind { None, Additive, Dot, General };
 std::string_view attention_name(AttentionKind kind);
 AttentionKind parse_attention(std::string_view name);  // none|additive|dot|general, else Error
@@ -101,6 +103,10 @@ class Seq2Seq : public nn::Module {
 
   const Seq2SeqConfig& config() const { return config_; }
   DType dtype() const { return dtype_; }
+  // An int8 model's packed weights (models/quantize/quantize.hpp: quantize and
+  // load_int8 set them), or null for a float model. Decoding multiplies by them.
+  const Int8Weights* int8() const { return int8_.get(); }
+  void set_int8(std::shared_ptr<const Int8Weights> weights);
   // The generator behind dropout, saved in checkpoints so a resumed run is exact.
   Generator& dropout_generator() { return dropout_.generator(); }
 
@@ -117,6 +123,7 @@ class Seq2Seq : public nn::Module {
   Tensor maybe_dropout(const Tensor& x);
   Seq2SeqConfig config_;
   DType dtype_;
+  std::shared_ptr<const Int8Weights> int8_;
   std::int64_t steps_since_encode_ = 0;
   nn::Dropout dropout_;
 };

@@ -10,6 +10,7 @@
 #include "core/kernels/detail/fast_math.hpp"
 #include "core/io/limits.hpp"
 #include "models/decode/top_tokens.hpp"
+#include "models/quantize/quantize.hpp"
 
 namespace attend {
 
@@ -126,6 +127,9 @@ void check_ensemble(std::span<Seq2Seq* const> models) {
     if (models[m]->dtype() != models[0]->dtype())
       fail("decode: the ensemble's models have different dtypes: model 1 is {}, model {} is {}", models[0]->dtype(), m + 1,
            models[m]->dtype());
+    if ((models[m]->int8() != nullptr) != (models[0]->int8() != nullptr))
+      fail("decode: the ensemble's models have weights of different kinds: model 1's are {}, model {}'s are {}",
+           models[0]->int8() ? "int8" : "float32", m + 1, models[m]->int8() ? "int8" : "float32");
   }
 }
 
@@ -151,6 +155,7 @@ DecoderEnsemble::DecoderEnsemble(std::span<Seq2Seq* const> models, const Batch& 
 
 const blas::PackedMatrix& DecoderEnsemble::packed_projection(Member& m) {
   const Tensor& W = m.model->project.weight;  // (V, H)
+  if (m.project_packed.empty() && m.model->int8() != nullptr) m.project_packed = *m.model->int8()->at("project.weight");
   if (m.project_packed.empty() && W.dtype() == Float32 && W.size(0) > 0) {
     m.project_packed = blas::PackedMatrix(W.data<float>(), W.size(0), W.size(1), W.size(1));
     m.project_packed.set_streamed(true);  // the decoder's other weights pass through L2 between steps
@@ -191,6 +196,12 @@ DecoderEnsemble::Output& DecoderEnsemble::step(const std::vector<std::int64_t>& 
     Tensor logits;
     if (stored) {
       logits = project(true);
+    } else if (m.model->int8() != nullptr) {  // the int8 kernel's epilogue summarises, storing nothing
+      project(false);
+      if (!summaries_usable(summaries_, wanted, parts)) {
+        logits = project(true);
+        stored = true;
+      }
     } else {  // the summaries alone, from W as it is (blas::summarise_rows): greedy decoding packs no W
       const Tensor& W = m.model->project.weight, &bias = m.model->project.bias;
       const std::int64_t H = W.size(1);

@@ -13,6 +13,7 @@
 #include "core/io/printable.hpp"
 #include "core/io/safetensors.hpp"
 #include "models/model_dir.hpp"
+#include "models/quantize/quantize.hpp"
 
 namespace attend {
 
@@ -37,6 +38,9 @@ std::string config_difference(const LoadedModel& first, const LoadedModel& other
     return differs("tokenizer.lowercase", first.tokenizer.lowercase, other.tokenizer.lowercase);
   if (first.tokenizer.split_elision != other.tokenizer.split_elision)
     return differs("tokenizer.split_elision", first.tokenizer.split_elision, other.tokenizer.split_elision);
+  if (first.int8 != other.int8)
+    return fmt::format("its weights are {}, the first input's are {} (models average only with others of the same kind)",
+                       other.int8 ? "int8" : "float32", first.int8 ? "int8" : "float32");
   return "";
 }
 
@@ -66,6 +70,25 @@ void accumulate(std::vector<double>& sum, const Tensor& x) {
   for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += v[i];
 }
 
+// What is averaged of an input: its weights file's tensors; an int8 model's
+// parameters, dequantized (their int8 values times their row's scale).
+std::map<std::string, Tensor> tensors_to_average(const LoadedModel& m, const std::string& path) {
+  if (m.int8) return m.model->state_dict();
+  return load_safetensors(path).tensors;
+}
+
+// The mean's weights file: an int8 model's mean is quantized anew.
+void save_mean(const LoadedModel& first, const std::map<std::string, Tensor>& mean, const std::string& path,
+               std::int64_t n) {
+  const std::map<std::string, std::string> metadata = {{"averaged_from", std::to_string(n) + " models"}};
+  if (!first.int8) return save_safetensors(path, mean, metadata);
+  Generator init(0);
+  Seq2Seq model(first.config, init);
+  model.load_state_dict(mean);
+  quantize(model);
+  save_int8(model, path, metadata);
+}
+
 }  // namespace
 
 AverageReport average_model_dirs(const std::vector<std::string>& inputs, const std::string& out,
@@ -89,7 +112,7 @@ AverageReport average_model_dirs(const std::vector<std::string>& inputs, const s
   // vocabularies, every parameter present with its shape, all finite).
   const LoadedModel first = load_model_dir(inputs[0], options.weights);
   const std::string first_path = path_in(inputs[0], options.weights);
-  const std::map<std::string, Tensor> first_tensors = load_safetensors(first_path).tensors;
+  const std::map<std::string, Tensor> first_tensors = tensors_to_average(first, first_path);
   std::map<std::string, std::vector<double>> sums;  // name -> sum over the inputs, in double
   for (const auto& [name, t] : first_tensors) {
     sums[name].assign(static_cast<std::size_t>(t.numel()), 0.0);
@@ -106,7 +129,7 @@ AverageReport average_model_dirs(const std::vector<std::string>& inputs, const s
       for (ModelSide side : {ModelSide::Source, ModelSide::Target})
         if (std::string d = side_difference(side, first, other, "the first input"); !d.empty())
           fail("attend average: {}: {}", dir, d);
-      tensors = load_safetensors(path_in(dir, options.weights)).tensors;
+      tensors = tensors_to_average(other, path_in(dir, options.weights));
     }
     check_tensors(path_in(dir, options.weights), first_tensors, tensors);
     for (const auto& [name, t] : tensors) accumulate(sums.at(name), t);
@@ -142,8 +165,7 @@ AverageReport average_model_dirs(const std::vector<std::string>& inputs, const s
     first.codecs.source.subword()->save(path_in(staged.path(), subword.at("source_model").get<std::string>()));
     first.codecs.target.subword()->save(path_in(staged.path(), subword.at("target_model").get<std::string>()));
   }
-  save_safetensors(path_in(staged.path(), "model.safetensors"), mean,
-                   {{"averaged_from", std::to_string(n) + " models"}});
+  save_mean(first, mean, path_in(staged.path(), "model.safetensors"), n);
   load_model_dir(staged.path());  // the new model loads before it replaces anything
   staged.commit();
   return report;

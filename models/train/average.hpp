@@ -7,6 +7,8 @@
 //   DIR/config.json, source.vocab, target.vocab   copied from the first input
 //                                                  (config.json gains "averaged_from")
 //   DIR/model.safetensors                          the elementwise mean, in the first input's dtypes
+// int8 models (models/quantize/quantize.hpp) average only with int8 models:
+// the mean of their dequantized weights, quantized again.
 #include <cstdint>
 #include <string>
 #include <vector>
