@@ -2,7 +2,7 @@
 (Debian has no python3-safetensors). Used by the reference scripts in this folder.
 
 Format: 8-byte little-endian header length N, N bytes of JSON
-{"name": {"dtype": "F32"|"F64", "shape": [...], "data_offsets": [begin, end]}, ...,
+{"name": {"dtype": "F32"|"F64"|"I8", "shape": [...], "data_offsets": [begin, end]}, ...,
  "__metadata__": {str: str}}, then the raw little-endian data.
 """
 import json
@@ -10,8 +10,8 @@ import struct
 
 import torch
 
-_DTYPES = {torch.float32: ("F32", 4), torch.float64: ("F64", 8)}
-_BACK = {"F32": torch.float32, "F64": torch.float64}
+_DTYPES = {torch.float32: ("F32", 4), torch.float64: ("F64", 8), torch.int8: ("I8", 1)}
+_BACK = {"F32": torch.float32, "F64": torch.float64, "I8": torch.int8}
 
 
 def save(path, tensors, metadata=None):

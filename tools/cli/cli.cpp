@@ -63,6 +63,7 @@ int run_cli(int argc, char** argv, const std::string& version) {
   add_translate_command(app);
   add_eval_command(app);
   add_average_command(app);
+  add_quantize_command(app);
   add_data_command(app);
   add_bleu_command(app);
   add_bench_command(app);

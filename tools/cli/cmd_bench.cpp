@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "core/kernels/blas.hpp"
+#include "models/quantize/quantize.hpp"
 #include "core/io/limits.hpp"
 #include "core/storage.hpp"
 #include "bench/peak/fma_peak.hpp"
@@ -40,6 +41,7 @@ struct BenchFlags {
   int decode_runs = 0;            // 0: max(3, steps / 4)
   int gemm_shapes = 0;            // print the N GEMM shapes that take the most time
   bool train = true, decode = true;
+  bool int8 = false;      // decode with the model quantized (models/quantize/quantize.hpp)
   bool openblas = false;  // every product blas::gemm runs on OpenBLAS (the packed kernel's own call sites stay)
   std::uint64_t seed = 1;
   int turn_steps = 0;                  // > 0: take turns of this many training steps (bench/turns/bench_turns.hpp)
@@ -315,6 +317,7 @@ void print_peak_lines(const FmaPeak& peak, double sgemm, double train_gflops) {
 void run_bench(const BenchFlags& f) {
   if ((f.turn_steps > 0) != !f.turn_fifos.empty()) fail("bench: --turn-steps and --turn-fifos go together");
   if (f.turn_steps > 0 && !f.train) fail("bench: --turn-steps takes turns of training steps, and --no-train skips them");
+  if (f.int8 && f.train) fail("bench: --int8 times the decoding of an int8 model, which is not trained: add --no-train");
   blas::set_num_threads(f.threads);
   if (f.openblas) blas::set_packed_routing(false);
   Seq2SeqConfig c;
@@ -328,7 +331,8 @@ void run_bench(const BenchFlags& f) {
   Generator gen(f.seed);
   Seq2Seq model(c, gen);
   const Batch batch = random_batch(f, gen);
-  fmt::print("attend  threads {}  attention {}\n", f.threads, f.attention);
+  if (f.int8) quantize(model);
+  fmt::print("attend  threads {}  attention {}{}\n", f.threads, f.attention, f.int8 ? "  int8" : "");
   fmt::print("{}\n", blas_kernels_line());
   const double sgemm_before = sgemm_gflops();
   std::vector<Timed> timed;
@@ -381,6 +385,8 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("!--no-train", f->train, "Skip the training steps (time decoding only)");
   cmd->add_flag("!--no-decode", f->decode, "Skip decoding (time training only)");
+  cmd->add_flag("--int8", f->int8,
+                "Decode with the model quantized to int8 (as attend quantize makes it); needs --no-train");
   cmd->add_option("--threads", f->threads, "OpenBLAS threads")->check(check::threads())->capture_default_str();
   cmd->add_flag("--openblas", f->openblas,
                 "Run the float32 products blas::gemm would hand to attend's packed kernel on OpenBLAS (to compare)");

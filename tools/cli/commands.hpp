@@ -11,6 +11,7 @@ void add_train_command(CLI::App& app);
 void add_translate_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
 void add_average_command(CLI::App& app);
+void add_quantize_command(CLI::App& app);
 void add_data_command(CLI::App& app);
 void add_bleu_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
