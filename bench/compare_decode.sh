@@ -107,12 +107,13 @@ compare_int8() {
   done
   echo "int8 decoding over $rounds rounds of three sides, median (min-max) of each round's median:"
   echo "  all three ran ${pin[*]:+under }${pin[*]:-unpinned}"
-  for kind in greedy +score beam; do
+  for kind in greedy beam +score; do
     [[ -n "$(values "$kind" int8)" ]] || continue
     if [[ $kind == +score ]]; then
-      # with every token's log p (DecodeOptions::scores), against the twin's greedy, as below
-      report_vs "$kind" int8 float32 reference
-      report_vs "$kind" int8 pytorch reference
+      # with every token's log p (DecodeOptions::scores), against the twin's greedy as in the
+      # float32 report; a reference, so one line each (goals.sh shows a run's last 12 lines)
+      report_vs "$kind" int8 float32 reference | head -n 1
+      report_vs "$kind" int8 pytorch reference | head -n 1
     else
       report_vs "$kind" int8 float32 "goal 2x"
       report_floor "$kind"
