@@ -41,6 +41,8 @@ run s-train ROUNDS=11 ATTEND_STEPS=140 TURNS=5 bench/compare_seq2seq.sh "${S[@]}
 run s-train-processes ROUNDS=11 ATTEND_STEPS=140 bench/compare_seq2seq.sh "${S[@]}" --threads 1 --steps 20
 run s-train-unpinned CPU= ROUNDS=11 ATTEND_STEPS=140 bench/compare_seq2seq.sh "${S[@]}" --threads 1 --steps 20
 run m-greedy-beam ROUNDS=5 bench/compare_decode.sh "${M[@]}" --threads 1 --decode-runs 3
+# int8 decoding (issue 44's goal 2): attend --int8 against attend's float32 and the twin's dynamic quantization.
+run m-int8-greedy-beam ROUNDS=5 bench/compare_decode.sh "${M[@]}" --threads 1 --decode-runs 3 --int8
 run m-train-project-all ROUNDS=5 TORCH_FLAGS=--project-all bench/compare_seq2seq.sh "${M[@]}" --threads 1 --steps 3 --warmup 5
 run lstm-onednn bench/compare_lstm_onednn.sh
 run translate-10k bench/time_translate.sh

@@ -16,6 +16,13 @@ Run it with Debian's python3 (python3-torch 1.13) and the same flags as
     /usr/bin/python3 bench/torch_decode.py --embed 32 --hidden 64 --batch 16 --src-len 20 \
         --tgt-len 20 --vocab 1000 --attention additive --threads 1 --beam 5
 bench/compare_decode.sh alternates the two.
+
+With --int8, the model is quantized dynamically after it is built, as a PyTorch
+user does it (bench/torch_int8.py: quantize_dynamic on its nn.LSTM encoder,
+nn.LSTMCell decoder and every nn.Linear, the output projection included, to
+qint8, on the fastest quantized engine for x86, or --qengine), and decodes
+exactly as without it: the twin of `attend bench --no-train --int8`. It says
+which engine ran and what was quantized on lines starting with '#'.
 """
 import argparse
 import resource
@@ -25,6 +32,7 @@ import time
 import torch
 
 from torch_seq2seq import Seq2Seq
+from torch_int8 import pick_engine, quantize
 from torch_threads import set_threads
 
 EOS = 3  # </s>: never chosen, as with attend's DecodeOptions::stop_at_eos = false
@@ -114,20 +122,30 @@ def main():
     p.add_argument("--decode-runs", type=int, default=0, help="timed runs of each kind (0: max(3, steps / 4))")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--int8", action="store_true", help="quantize dynamically to int8 (bench/torch_int8.py)")
+    p.add_argument("--qengine", default="", help="with --int8: the quantized engine (default: the fastest on x86)")
     args = p.parse_args()
+    if args.qengine and not args.int8:
+        p.error("--qengine goes with --int8")
     args.project_all = False
 
     threads_line = set_threads(args.threads)
     torch.manual_seed(args.seed)
     model = Seq2Seq(args).eval()
+    notes = []
+    if args.int8:
+        model, notes = quantize(model, pick_engine(args.qengine))
     B, S, V = args.batch, args.src_len, args.vocab
     steps = args.decode_steps or args.tgt_len
     runs = args.decode_runs or max(3, args.steps // 4)
     src = torch.randint(4, V, (B, S))
     mask = torch.ones(B, S)
     extra = f"   ({B} sentences x {steps} tokens)"
-    print(f"pytorch {torch.__version__}  threads {args.threads}  attention {args.attention}")
+    int8 = f"  int8 {torch.backends.quantized.engine}" if args.int8 else ""
+    print(f"pytorch {torch.__version__}  threads {args.threads}  attention {args.attention}{int8}")
     print(f"# {threads_line}")
+    for note in notes:
+        print(f"# {note}")
     out = greedy(model, src, mask, steps)
     assert out.shape == (B, steps)
     print(line("greedy", time_runs(lambda: greedy(model, src, mask, steps), runs), B * steps, extra), flush=True)
