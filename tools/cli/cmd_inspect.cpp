@@ -48,17 +48,38 @@ Stats stats_of(const Tensor& t) {
 
 }  // namespace
 
+// The rows of the listing: every tensor, and every I8 array (an int8 model's
+// weights) as a tensor of its values, under their names' order.
+struct Listed {
+  std::string dtype;
+  Tensor values;
+  std::uint64_t bytes = 0;
+};
+
+std::map<std::string, Listed> listed_tensors(const SafetensorsFile& file) {
+  std::map<std::string, Listed> out;
+  for (const auto& [name, t] : file.tensors)
+    out[name] = {t.dtype() == Float64 ? "F64" : "F32", t, static_cast<std::uint64_t>(t.numel()) * dtype_size(t.dtype())};
+  for (const auto& [name, a] : file.int8) {
+    Tensor values = empty(a.shape, Float32);
+    std::copy(a.values.begin(), a.values.end(), values.data<float>());
+    out[name] = {"I8", std::move(values), a.values.size()};
+  }
+  return out;
+}
+
 std::string inspect_safetensors(const std::string& path) {
   const SafetensorsFile file = load_safetensors(path);
+  const std::map<std::string, Listed> tensors = listed_tensors(file);
 
   // Names as escapes where they hold control characters: a tensor name is the
   // file's to choose, and must not reach the terminal as an escape sequence.
   std::map<std::string, std::string> shown;
-  for (const auto& [name, t] : file.tensors) shown[name] = printable(name);
+  for (const auto& [name, t] : tensors) shown[name] = printable(name);
   std::size_t name_width = 4, shape_width = 5;
-  for (const auto& [name, t] : file.tensors) {
+  for (const auto& [name, t] : tensors) {
     name_width = std::max(name_width, shown[name].size());
-    shape_width = std::max(shape_width, t.shape().str().size());
+    shape_width = std::max(shape_width, t.values.shape().str().size());
   }
 
   std::string out = fmt::format("{}\n\n", printable(path));
@@ -68,9 +89,10 @@ std::string inspect_safetensors(const std::string& path) {
   out += rule + "\n";
   std::int64_t parameters = 0;
   std::uint64_t bytes = 0;
-  for (const auto& [name, t] : file.tensors) {
-    const std::string dtype = t.dtype() == Float64 ? "F64" : "F32";
-    out += fmt::format("{:<{}}  {:<5}  {:<{}}  {:>10}", shown[name], name_width, dtype, t.shape().str(), shape_width, t.numel());
+  for (const auto& [name, listed] : tensors) {
+    const Tensor& t = listed.values;
+    out += fmt::format("{:<{}}  {:<5}  {:<{}}  {:>10}", shown[name], name_width, listed.dtype, t.shape().str(), shape_width,
+                       t.numel());
     if (t.numel() == 0) {
       out += fmt::format("  {:>12}  {:>12}  {:>12}\n", "-", "-", "-");
     } else {
@@ -78,7 +100,7 @@ std::string inspect_safetensors(const std::string& path) {
       out += fmt::format("  {:>12.6g}  {:>12.6g}  {:>12.6g}\n", s.min, s.mean, s.max);
     }
     parameters += t.numel();
-    bytes += static_cast<std::uint64_t>(t.numel()) * dtype_size(t.dtype());
+    bytes += listed.bytes;
   }
   out += rule + "\n";
 
@@ -92,7 +114,7 @@ std::string inspect_safetensors(const std::string& path) {
   std::error_code ec;  // the file may have gone since it was read; the totals stand anyway
   const auto file_bytes = std::filesystem::file_size(path, ec);
   out += fmt::format("\n{} tensors, {} parameters, {} bytes of tensor data ({} bytes in the file)\n",
-                     file.tensors.size(), parameters, bytes, ec ? std::string("?") : std::to_string(file_bytes));
+                     tensors.size(), parameters, bytes, ec ? std::string("?") : std::to_string(file_bytes));
   return out;
 }
 

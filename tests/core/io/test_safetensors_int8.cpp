@@ -9,6 +9,7 @@
 #include "core/io/file_io.hpp"
 #include "core/io/safetensors.hpp"
 #include "tests/support/scratch.hpp"
+#include "tools/cli/inspect.hpp"
 
 using namespace attend;
 
@@ -79,4 +80,14 @@ TEST_CASE("save_safetensors refuses a name in both maps and an array whose value
   CHECK(save_error(path, {}, {{"__metadata__", {Shape{1}, {1}}}}) ==
         "save_safetensors: " + path + ": an array cannot be named '__metadata__'");
   CHECK(!std::filesystem::exists(path));
+}
+
+TEST_CASE("attend inspect lists I8 arrays with their values' stats and one byte each") {
+  attend::testing::Scratch tmp("attend-test-safetensors-int8");
+  const std::string path = (tmp.dir / "q.safetensors").string();
+  save_safetensors(path, {{"w.scale", tensor({0.5, 0.25}, Float32)}}, {}, {{"w", {Shape{2, 2}, {-127, 1, 3, 127}}}});
+  const std::string listing = tools::inspect_safetensors(path);
+  CHECK(listing.find("w        I8     [2, 2]           4          -127             1           127\n") != std::string::npos);
+  CHECK(listing.find("w.scale  F32    [2]              2          0.25         0.375           0.5\n") != std::string::npos);
+  CHECK(listing.find("2 tensors, 6 parameters, 12 bytes of tensor data") != std::string::npos);
 }
