@@ -16,6 +16,6 @@ from ._attend import *  # noqa: F401,F403  (the extension: tensors, ops, autogra
 from ._attend import Error, Tensor, float32, float64  # noqa: F401  (named for editors and linters)
 from . import testing  # noqa: F401
 from . import nn, optim  # noqa: F401  (layers, models, optimizers: python/attend/nn.py, optim.py)
-from .highlevel import train, Translator, Translation, TrainResult, explain, bleu, BleuScore  # noqa: F401
+from .highlevel import train, Translator, Translation, TrainResult, explain, bleu, BleuScore, quantize  # noqa: F401
 
 __version__ = "0.1.0"

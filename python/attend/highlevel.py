@@ -16,7 +16,7 @@ import numpy as np
 
 from . import _attend
 
-__all__ = ["train", "TrainResult", "Translator", "Translation", "explain", "bleu", "BleuScore"]
+__all__ = ["train", "TrainResult", "Translator", "Translation", "explain", "bleu", "BleuScore", "quantize"]
 
 # Bound as _attend._Translation and _attend._BleuScore (the extension's stubs are
 # python/attend/_attend.pyi; these two are typed in highlevel.pyi); public here.
@@ -203,3 +203,19 @@ def bleu(hypotheses, references):
     refs = list(references)
     streams = refs if refs and not isinstance(refs[0], str) else [refs]
     return _attend._bleu(list(hypotheses), [list(s) for s in streams])
+
+
+def quantize(model_dir, out, *, overwrite=False):
+    """quantize(model_dir, out, *, overwrite=False) -> dict
+
+    `attend quantize MODEL_DIR OUT`: an int8 copy of a trained float32 model, for
+    faster decoding (every weight matrix int8 with a float32 scale per row; the
+    activations quantized row by row at each product). Translator reads it like any
+    model directory. An existing out is replaced only with overwrite=True. Returns
+    what was done: matrices, quantized and kept (weights), bytes_in and bytes_out
+    (the weights files), replaced.
+    """
+    matrices, quantized, kept, bytes_in, bytes_out, replaced = _attend._quantize(
+        os.fspath(model_dir), os.fspath(out), bool(overwrite))
+    return dict(matrices=matrices, quantized=quantized, kept=kept, bytes_in=bytes_in, bytes_out=bytes_out,
+                replaced=replaced)

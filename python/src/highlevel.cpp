@@ -24,6 +24,7 @@
 #include "models/decode/alignment.hpp"
 #include "models/eval/bleu.hpp"
 #include "models/eval/evaluation.hpp"
+#include "models/quantize/quantize_dir.hpp"
 #include "tools/cli/train_command.hpp"
 #include "tools/cli/translate.hpp"
 #include "tools/explain/explain.hpp"
@@ -262,6 +263,14 @@ void bind_highlevel(py::module_& m) {
   });
   bind_translation(m);
   bind_bleu(m);
+  m.def(
+      "_quantize",
+      [](const std::string& in, const std::string& out, bool overwrite) {
+        py::gil_scoped_release release;
+        const attend::QuantizeReport r = attend::quantize_model_dir(in, out, overwrite);
+        return std::make_tuple(r.matrices, r.quantized, r.kept, r.bytes_in, r.bytes_out, r.replaced);
+      },
+      py::arg("model_dir"), py::arg("out"), py::arg("overwrite"));
   m.def(
       "_explain",
       [](const std::string& attention, std::uint64_t seed, bool padded, bool lstm) {

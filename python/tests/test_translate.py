@@ -153,3 +153,20 @@ def test_ctrl_c_during_translate_raises_keyboard_interrupt(model):
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600, env=env)
     assert run.returncode == 0, run.stderr
     assert run.stdout.split() == ["KeyboardInterrupt", "True"]
+
+
+def test_quantize_makes_an_int8_model_that_translates(model, tmp_path):
+    out = tmp_path / "int8"
+    done = attend.quantize(model, out)
+    assert done["matrices"] == 12 and done["quantized"] > 0 and not done["replaced"]
+    assert done["bytes_out"] < done["bytes_in"]
+    assert (out / "model.safetensors").exists()
+    translations = attend.Translator(str(out)).translate(SENTENCES)
+    assert len(translations) == 3 and all(isinstance(s, str) for s in translations)
+    with pytest.raises(attend.Error, match="the directory exists"):
+        attend.quantize(model, out)
+    assert attend.quantize(model, out, overwrite=True)["replaced"]
+    with pytest.raises(attend.Error, match="is an int8 model already"):
+        attend.quantize(out, tmp_path / "again")
+    with pytest.raises(attend.Error, match="its weights are int8"):
+        attend.Translator([model, str(out)])
