@@ -5,8 +5,9 @@
 // widen into 4 registers (4 rows of W x 4 k each), one at a time, each
 // multiplied by every block row's 4 values of u (widened once per product),
 // broadcast; lane pairs (2j, 2j + 1) hold row j's two halves, added once after
-// the k loop. 3 rows x 1 panel: 12 accumulators, 3 of u, 1 of W (and one
-// accumulator spilled: 17 of the 16 registers; 2 rows ran slower).
+// the k loop. 3 rows x 1 panel: 12 accumulators, 3 of u, 1 of W and the
+// product before its add, 17 of the 16 registers: one accumulator lives on
+// the stack (bench_int8 times the path).
 #include <vector>
 
 #include "core/kernels/detail/int8_kernel.hpp"
