@@ -44,6 +44,8 @@
 //             the sum of two u8 x s8 products), 3 rows x 1 panel
 //   portable  plain C++, 2 rows x 1 panel
 // detail/int8_gemm_detail.hpp runs a named path (the tests hold them together).
+// The int8 paths ask for no prefetches: PackedMatrix::set_streamed has no
+// effect on an int8 W. x's quantized rows live in buffers each thread keeps.
 #include <cstdint>
 #include <vector>
 
