@@ -52,7 +52,11 @@ std::vector<float> random_values(std::int64_t n, Generator& gen) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char**) {
+  if (argc > 1) {
+    fmt::print(stderr, "usage: bench_int8   (no arguments)\n");
+    return 2;
+  }
   const std::vector<Shape3> shapes = {
       {64, 8000, 256, "M decoding: output projection"},
       {16, 1000, 64, "S decoding: output projection"},

@@ -29,10 +29,12 @@ struct PortableDots {
         std::fill_n(acc, kPanel, 0);
         const std::int8_t* panel = w.panel(p0 + p);
         const std::uint8_t* u_r = u + r * w.k4;
-        for (std::int64_t g = 0; g < w.k4 / 4; ++g)
+        for (std::int64_t g = 0; g < w.k4 / 4; ++g) {
+          const std::int32_t u0 = u_r[4 * g], u1 = u_r[4 * g + 1], u2 = u_r[4 * g + 2], u3 = u_r[4 * g + 3];
+          const std::int8_t* q = panel + g * 4 * kPanel;  // row j's 4 values at 4j
           for (std::int64_t j = 0; j < kPanel; ++j)
-            for (std::int64_t t = 0; t < 4; ++t)
-              acc[j] += std::int32_t{u_r[4 * g + t]} * std::int32_t{panel[g * 4 * kPanel + 4 * j + t]};
+            acc[j] += u0 * q[4 * j] + u1 * q[4 * j + 1] + u2 * q[4 * j + 2] + u3 * q[4 * j + 3];
+        }
       }
   }
 };

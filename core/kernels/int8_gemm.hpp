@@ -41,9 +41,11 @@
 // the same y and summaries bit for bit):
 //   VNNI      AVX-512 VNNI and BW: vpdpbusd on zmm, 6 rows x 4 panels
 //   AVX2      u and q widened to int16, vpmaddwd (not vpmaddubsw: it saturates
-//             the sum of two u8 x s8 products), 2 rows x 1 panel
+//             the sum of two u8 x s8 products), 3 rows x 1 panel
 //   portable  plain C++, 2 rows x 1 panel
 // detail/int8_gemm_detail.hpp runs a named path (the tests hold them together).
+// The int8 paths ask for no prefetches: PackedMatrix::set_streamed has no
+// effect on an int8 W. x's quantized rows live in buffers each thread keeps.
 #include <cstdint>
 #include <vector>
 

@@ -105,13 +105,14 @@ template <class V, int R, int P>
   }
 }
 
-// rows = 1 .. R rows of x from u: Path::dots<R, P> then finish.
-template <class Path, class V, int R, int P>
-[[gnu::always_inline]] inline void int8_block(std::int64_t rows, const std::uint8_t* u, const float* s,
+// rows = 1 .. R rows of x from u: Path::dots<R, P> then finish. U: u's
+// element, uint8 or (a path that widens it once per product) int16.
+template <class Path, class V, int R, int P, class U>
+[[gnu::always_inline]] inline void int8_block(std::int64_t rows, const U* u, const float* s,
                                               const detail::Int8Panels& w, std::int64_t N, std::int64_t p0,
                                               float beta, float* y, std::int64_t ldy, const Lanes& epi) {
   if constexpr (R > 1) {
-    if (rows < R) return int8_block<Path, V, R - 1, P>(rows, u, s, w, N, p0, beta, y, ldy, epi);
+    if (rows < R) return int8_block<Path, V, R - 1, P, U>(rows, u, s, w, N, p0, beta, y, ldy, epi);
   }
   alignas(64) Dots<R, P> dot;
   Path::template dots<R, P>(u, w, p0, dot);
@@ -120,8 +121,8 @@ template <class Path, class V, int R, int P>
 
 // Panels P at a time (then one at a time), and for each, R rows at a time, as
 // the float kernel's product(): a block's panels stay in L1 while the rows pass.
-template <class Path, class V, int R, int P>
-[[gnu::always_inline]] inline void int8_run(std::int64_t M, const std::uint8_t* u, const float* s,
+template <class Path, class V, int R, int P, class U>
+[[gnu::always_inline]] inline void int8_run(std::int64_t M, const U* u, const float* s,
                                             const detail::Int8Panels& w, std::int64_t N, float beta, float* y,
                                             std::int64_t ldy, const Lanes& epi) {
   const std::int64_t panels = (N + PackedMatrix::kPanel - 1) / PackedMatrix::kPanel;
@@ -131,11 +132,11 @@ template <class Path, class V, int R, int P>
   std::int64_t p0 = 0;
   for (; p0 + P <= panels; p0 += P)
     for (std::int64_t i = 0; i < M; i += R)
-      int8_block<Path, V, R, P>(std::min<std::int64_t>(R, M - i), u + i * w.k4, s + i, w, N, p0, beta, y + i * ldy,
+      int8_block<Path, V, R, P, U>(std::min<std::int64_t>(R, M - i), u + i * w.k4, s + i, w, N, p0, beta, y + i * ldy,
                                 ldy, epi_from(i));
   for (; p0 < panels; ++p0)
     for (std::int64_t i = 0; i < M; i += R)
-      int8_block<Path, V, R, 1>(std::min<std::int64_t>(R, M - i), u + i * w.k4, s + i, w, N, p0, beta, y + i * ldy,
+      int8_block<Path, V, R, 1, U>(std::min<std::int64_t>(R, M - i), u + i * w.k4, s + i, w, N, p0, beta, y + i * ldy,
                                 ldy, epi_from(i));
 }
 
