@@ -9,6 +9,7 @@
 #include "core/io/printable.hpp"
 #include "core/io/safetensors.hpp"
 #include "core/kernels/blas.hpp"
+#include "core/kernels/int8_gemm.hpp"
 #include "core/kernels/packed_gemm.hpp"
 #include "core/random.hpp"
 #include "core/shape.hpp"

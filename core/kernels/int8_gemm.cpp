@@ -21,7 +21,7 @@ namespace {
 // panel, k in the panel's groups of 4.
 struct PortableDots {
   template <int R, int P>
-  static void dots(const std::uint8_t* u, const detail::Int8Panels& w, std::int64_t p0, Dots<R, P>& dot) {
+  static void dots(const std::uint8_t* u, const Int8Panels& w, std::int64_t p0, Dots<R, P>& dot) {
     constexpr std::int64_t kPanel = PackedMatrix::kPanel;
     for (int r = 0; r < R; ++r)
       for (int p = 0; p < P; ++p) {
@@ -41,7 +41,7 @@ struct PortableDots {
 
 }  // namespace
 
-void int8_portable(std::int64_t M, const std::uint8_t* u, const float* s, const detail::Int8Panels& w, std::int64_t N,
+void int8_portable(std::int64_t M, const std::uint8_t* u, const float* s, const Int8Panels& w, std::int64_t N,
                    float beta, float* y, std::int64_t ldy, const Lanes& epi) {
   int8_run<PortableDots, V4, 2, 1>(M, u, s, w, N, beta, y, ldy, epi);
 }

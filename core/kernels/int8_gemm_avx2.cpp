@@ -27,7 +27,7 @@ using B16 = char __attribute__((vector_size(16)));   // 16 int8: a quarter of a 
 #pragma GCC diagnostic ignored "-Wpsabi"
 struct Avx2Dots {
   template <int R, int P>
-  [[gnu::always_inline]] static inline void dots(const std::int16_t* u, const detail::Int8Panels& w,
+  [[gnu::always_inline]] static inline void dots(const std::int16_t* u, const Int8Panels& w,
                                                  std::int64_t p0, Dots<R, P>& dot) {
     constexpr std::int64_t kGroup = 4 * PackedMatrix::kPanel;  // bytes of a panel per group of 4 k
     I8 acc[R][P][4];
@@ -67,7 +67,7 @@ struct Avx2Dots {
 }  // namespace
 
 __attribute__((target("arch=x86-64-v3"))) void int8_avx2(std::int64_t M, const std::uint8_t* u, const float* s,
-                                                         const detail::Int8Panels& w, std::int64_t N, float beta,
+                                                         const Int8Panels& w, std::int64_t N, float beta,
                                                          float* y, std::int64_t ldy, const Lanes& epi) {
   // u widened to int16 once, so that a row's 4 values per group are one
   // broadcast load; in a buffer each thread keeps: no fresh pages per call.

@@ -18,7 +18,7 @@ namespace {
 #pragma GCC diagnostic ignored "-Wpsabi"
 struct VnniDots {
   template <int R, int P>
-  [[gnu::always_inline]] static inline void dots(const std::uint8_t* u, const detail::Int8Panels& w,
+  [[gnu::always_inline]] static inline void dots(const std::uint8_t* u, const Int8Panels& w,
                                                  std::int64_t p0, Dots<R, P>& dot) {
     constexpr std::int64_t kGroup = 4 * PackedMatrix::kPanel;  // bytes of a panel per group of 4 k
     I16 acc[R][P];
@@ -46,7 +46,7 @@ struct VnniDots {
 }  // namespace
 
 __attribute__((target("arch=x86-64-v4,avx512vnni"))) void int8_vnni(std::int64_t M, const std::uint8_t* u,
-                                                                    const float* s, const detail::Int8Panels& w,
+                                                                    const float* s, const Int8Panels& w,
                                                                     std::int64_t N, float beta, float* y,
                                                                     std::int64_t ldy, const Lanes& epi) {
   int8_run<VnniDots, V16, 6, 4>(M, u, s, w, N, beta, y, ldy, epi);

@@ -62,7 +62,7 @@ PackedMatrix PackedMatrix::from_int8(const std::int8_t* q, const float* scales, 
   for (std::int64_t i = 0; i < n * k; ++i)
     if (q[i] == -128) fail("PackedMatrix::from_int8: W[{}, {}] is -128: values must be in [-127, 127]", i / k, i % k);
   constexpr std::int64_t P = kPanel;
-  auto panels = std::make_shared<detail::Int8Panels>();
+  auto panels = std::make_shared<Int8Panels>();
   const std::int64_t count = (n + P - 1) / P;
   panels->k4 = (k + 3) / 4 * 4;
   panels->values.assign(static_cast<std::size_t>(count * P * panels->k4), 0);
@@ -87,7 +87,7 @@ PackedMatrix PackedMatrix::from_int8(const std::int8_t* q, const float* scales, 
   return m;
 }
 
-const detail::Int8Panels& PackedMatrix::int8_panels() const {
+const Int8Panels& PackedMatrix::int8_panels() const {
   if (int8_ == nullptr) fail("PackedMatrix: W ({}, {}) is float, not int8", n_, k_);
   return *int8_;
 }

@@ -18,9 +18,9 @@
 
 namespace attend::blas {
 
-namespace detail {
-struct Int8Panels;  // an int8 matrix's panels, scales and row sums (detail/int8_gemm_detail.hpp)
-}
+// An int8 matrix's panels, scales and row sums: opaque here, defined in
+// detail/int8_gemm_detail.hpp, which the kernels include.
+struct Int8Panels;
 
 class PackedMatrix {
  public:
@@ -64,7 +64,7 @@ class PackedMatrix {
     return data_.data<float>() + p * k_ * kPanel;
   }
   // An int8 matrix's panels (detail/int8_gemm_detail.hpp); Error on a float one.
-  const detail::Int8Panels& int8_panels() const;
+  const Int8Panels& int8_panels() const;
 
  private:
   PackedMatrix(std::int64_t n, std::int64_t k);  // zeros, for the two packers
@@ -77,7 +77,7 @@ class PackedMatrix {
   Tensor data_;
   // An int8 matrix's panels instead of data_ (empty then): shared, as copies of
   // a packed matrix are (the Tensor above shares its storage too).
-  std::shared_ptr<const detail::Int8Panels> int8_;
+  std::shared_ptr<const Int8Panels> int8_;
 };
 
 // What decoding reads of a row z of logits (one row of y): its maximum and

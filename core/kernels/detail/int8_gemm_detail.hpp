@@ -7,7 +7,7 @@
 
 #include "core/kernels/packed_gemm.hpp"
 
-namespace attend::blas::detail {
+namespace attend::blas {
 
 // An int8 W (N, K) as the kernels read it (layout: core/kernels/int8_gemm.hpp).
 struct Int8Panels {
@@ -17,6 +17,10 @@ struct Int8Panels {
   std::vector<std::int32_t> row_sums;  // sum_k q[n, k], 0 past N
   const std::int8_t* panel(std::int64_t p) const { return values.data() + p * PackedMatrix::kPanel * k4; }
 };
+
+}  // namespace attend::blas
+
+namespace attend::blas::detail {
 
 // The quantization W's rows and x's rows share (core/kernels/int8_gemm.hpp):
 float row_scale(const float* v, std::int64_t k);          // max_k |v_k| / 127; finite v only

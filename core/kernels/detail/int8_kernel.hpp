@@ -21,14 +21,14 @@ namespace attend::blas::kernels {
 // vpmaddwd) only once it has seen a function for that target.
 #if defined(ATTEND_PACKED_WIDE)
 __attribute__((target("arch=x86-64-v4,avx512vnni"))) void int8_vnni(std::int64_t M, const std::uint8_t* u,
-                                                                    const float* s, const detail::Int8Panels& w,
+                                                                    const float* s, const Int8Panels& w,
                                                                     std::int64_t N, float beta, float* y,
                                                                     std::int64_t ldy, const Lanes& epi);
 __attribute__((target("arch=x86-64-v3"))) void int8_avx2(std::int64_t M, const std::uint8_t* u, const float* s,
-                                                         const detail::Int8Panels& w, std::int64_t N, float beta,
+                                                         const Int8Panels& w, std::int64_t N, float beta,
                                                          float* y, std::int64_t ldy, const Lanes& epi);
 #endif
-void int8_portable(std::int64_t M, const std::uint8_t* u, const float* s, const detail::Int8Panels& w, std::int64_t N,
+void int8_portable(std::int64_t M, const std::uint8_t* u, const float* s, const Int8Panels& w, std::int64_t N,
                    float beta, float* y, std::int64_t ldy, const Lanes& epi);
 
 namespace {
@@ -44,7 +44,7 @@ using Dots = std::int32_t[R][P * PackedMatrix::kPanel];
 // the float kernel's epilogue (packed_kernel.hpp's block()) from there on,
 // but the summaries taken panel by panel.
 template <class V, int R, int P>
-[[gnu::always_inline]] inline void finish(const Dots<R, P>& dot, const float* s, const detail::Int8Panels& w,
+[[gnu::always_inline]] inline void finish(const Dots<R, P>& dot, const float* s, const Int8Panels& w,
                                           std::int64_t N, std::int64_t p0, float beta, float* y, std::int64_t ldy,
                                           const Lanes& epi) {
   using I = typename IntOf<V>::type;
@@ -109,7 +109,7 @@ template <class V, int R, int P>
 // element, uint8 or (a path that widens it once per product) int16.
 template <class Path, class V, int R, int P, class U>
 [[gnu::always_inline]] inline void int8_block(std::int64_t rows, const U* u, const float* s,
-                                              const detail::Int8Panels& w, std::int64_t N, std::int64_t p0,
+                                              const Int8Panels& w, std::int64_t N, std::int64_t p0,
                                               float beta, float* y, std::int64_t ldy, const Lanes& epi) {
   if constexpr (R > 1) {
     if (rows < R) return int8_block<Path, V, R - 1, P, U>(rows, u, s, w, N, p0, beta, y, ldy, epi);
@@ -123,7 +123,7 @@ template <class Path, class V, int R, int P, class U>
 // the float kernel's product(): a block's panels stay in L1 while the rows pass.
 template <class Path, class V, int R, int P, class U>
 [[gnu::always_inline]] inline void int8_run(std::int64_t M, const U* u, const float* s,
-                                            const detail::Int8Panels& w, std::int64_t N, float beta, float* y,
+                                            const Int8Panels& w, std::int64_t N, float beta, float* y,
                                             std::int64_t ldy, const Lanes& epi) {
   const std::int64_t panels = (N + PackedMatrix::kPanel - 1) / PackedMatrix::kPanel;
   const auto epi_from = [&](std::int64_t i) {
