@@ -60,20 +60,13 @@ struct QuantizedX {
   const float* s;
 };
 
-QuantizedX quantize_x(std::int64_t m, const float* x, std::int64_t ldx, std::int64_t k, std::int64_t k4) {
+QuantizedX quantize_x(std::int64_t m, const float* x, std::int64_t ldx, std::int64_t k, std::int64_t k4,
+                      Int8Kernel kernel) {
   thread_local std::vector<std::uint8_t> u;
   thread_local std::vector<float> s;
-  u.assign(static_cast<std::size_t>(m * k4), 128);
+  u.resize(static_cast<std::size_t>(m * k4));
   s.resize(static_cast<std::size_t>(m));
-  for (std::int64_t i = 0; i < m; ++i) {
-    const float* row = x + i * ldx;
-    const bool finite = std::all_of(row, row + k, [](float v) { return std::isfinite(v); });
-    const float scale = finite ? row_scale(row, k) : std::numeric_limits<float>::quiet_NaN();
-    s[static_cast<std::size_t>(i)] = scale;
-    if (!(scale > 0.0f)) continue;  // zeros, or not finite: u stays 128
-    std::uint8_t* u_i = u.data() + i * k4;
-    for (std::int64_t kk = 0; kk < k; ++kk) u_i[kk] = static_cast<std::uint8_t>(quantize_value(row[kk], scale) + 128);
-  }
+  quantize_rows_of_x(m, x, ldx, k, k4, kernel, u.data(), s.data());
   return {u.data(), s.data()};
 }
 
@@ -123,7 +116,7 @@ void int8_product(std::int64_t m, const float* x, std::int64_t ldx, const Packed
   if (epi.rows != nullptr && w.n() > std::numeric_limits<std::int32_t>::max())
     fail("gemm_packed: row summaries take at most 2^31 - 1 columns, got {}", w.n());
   const Int8Panels& panels = w.int8_panels();
-  const QuantizedX q = quantize_x(m, x, ldx, w.k(), panels.k4);
+  const QuantizedX q = quantize_x(m, x, ldx, w.k(), panels.k4, kernel);
   thread_local std::vector<kernels::LaneSummary> lanes;
   if (epi.rows != nullptr) lanes.assign(static_cast<std::size_t>(m), kernels::empty_lanes());
   const kernels::Lanes kernel_epi{epi.bias, epi.rows == nullptr ? nullptr : lanes.data(), epi.skip, epi.store_y};

@@ -32,6 +32,12 @@ bool int8_kernel_runs(Int8Kernel kernel);  // on this CPU (Portable: always)
 Int8Kernel int8_kernel();                  // the widest that runs
 const char* int8_kernel_name(Int8Kernel kernel);
 
+// x (m, k) quantized as the int8 kernels take it: u (m, k4) = round(x / s_i) + 128,
+// 128 past k, and s (m), NaN for a row holding NaN or inf (its u all 128), by
+// `kernel`'s instructions (int8_quantize.cpp); every kernel gives the same bytes.
+void quantize_rows_of_x(std::int64_t m, const float* x, std::int64_t ldx, std::int64_t k, std::int64_t k4,
+                        Int8Kernel kernel, std::uint8_t* u, float* s);
+
 // gemm_packed with an int8 W, untimed, with the path given (tests run each one).
 // Error when this CPU cannot run it, W is not int8, or as gemm_packed.
 void int8_product(std::int64_t m, const float* x, std::int64_t ldx, const PackedMatrix& w, float beta, float* y,

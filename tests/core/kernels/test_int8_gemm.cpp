@@ -347,3 +347,29 @@ TEST_CASE("int8: refusals: bad sizes, K too large, bad scales or values, float a
     if (!blas::detail::int8_kernel_runs(path))
       CHECK_THROWS_AS(blas::detail::int8_product(2, x.data(), 4, packed, 0.0f, y.data(), 3, path), Error);
 }
+
+TEST_CASE("int8: x's rows with halves (ties to even), negative zeros and lengths past the vectors' 8 and 16") {
+  Generator gen(21);
+  for (std::int64_t k : {1, 7, 8, 9, 16, 17, 21, 40}) {
+    CAPTURE(k);
+    Case c;
+    c.m = 3;
+    c.n = 19;
+    c.k = k;
+    c.ldx = k + 2;
+    c.ldy = c.n;
+    c.x.assign(static_cast<std::size_t>(c.m * c.ldx), kNaN);  // the padding must not be read
+    for (std::int64_t i = 0; i < c.m; ++i)
+      for (std::int64_t kk = 0; kk < k; ++kk) {
+        // scale 1 (row 0: max 127), 0.5 (row 1: max 63.5), 2 (row 2: max 254): every value a tie after division
+        const float tie = static_cast<float>(kk % 7) - 3.0f + 0.5f;  // -2.5 .. 3.5
+        c.x[static_cast<std::size_t>(i * c.ldx + kk)] = kk == k - 1 ? 127.0f : tie;
+        if (i == 1) c.x[static_cast<std::size_t>(i * c.ldx + kk)] *= 0.5f;
+        if (i == 2) c.x[static_cast<std::size_t>(i * c.ldx + kk)] = kk == 0 && k > 1 ? -0.0f : 2.0f * c.x[static_cast<std::size_t>(i * c.ldx + kk)];
+      }
+    const std::vector<float> w = random_values(c.n * k, gen);
+    c.w = blas::quantize_rows(w.data(), c.n, k, k);
+    c.y0.assign(static_cast<std::size_t>(c.m * c.ldy), 0.0f);
+    check_paths(c, -1);
+  }
+}
