@@ -176,11 +176,19 @@ Seq2Seq::Encoded Seq2Seq::encode(const Indices& source, const std::vector<std::i
   };
   enc.s0 = tanh(bridge_h.forward(last(out.h_n)));
   enc.c0 = tanh(bridge_c.forward(last(out.c_n)));
-  if (additive) enc.keys = additive->precompute(enc.states, enc.mask);
-  if (dot) enc.keys = dot->precompute(enc.states, enc.mask);
+  // An int8 model's key projection, when decoding: W_k, W_K or W (general).
+  const bool int8_steps = int8_ && !GradMode::enabled();
+  const auto int8_keys = [&](const char* name) {
+    return int8_steps ? nn::PackedLinear::from_packed(int8_->at(name), Tensor()) : nn::PackedLinear();
+  };
+  if (additive) enc.keys = additive->precompute(enc.states, enc.mask, int8_keys("attention.W_k"));
+  if (dot && dot->options().score != nn::DotScore::Plain)
+    enc.keys = dot->precompute(enc.states, enc.mask,
+                               int8_keys(dot->options().score == nn::DotScore::General ? "attention.W" : "attention.W_K"));
+  else if (dot) enc.keys = dot->precompute(enc.states, enc.mask);
   enc.cell_weights = cell.step_weights(B);  // the same weights for every decoder step of this batch
   enc.combine = nn::PackedLinear::for_steps(combine.weight, combine.bias);
-  if (int8_ && !GradMode::enabled()) {  // decoding an int8 model: the steps' products in int8
+  if (int8_steps) {  // decoding an int8 model: the steps' products in int8
     enc.combine = nn::PackedLinear::from_packed(int8_->at("combine.weight"), combine.bias);
     if (additive) enc.keys.query = nn::PackedLinear::from_packed(int8_->at("attention.W_q"), additive->b);
     if (dot && !enc.keys.query.empty()) enc.keys.query = nn::PackedLinear::from_packed(int8_->at("attention.W_Q"), Tensor());

@@ -89,8 +89,10 @@ class AdditiveAttention : public Module {
   AdditiveAttention(std::int64_t query_size, std::int64_t key_size, Generator& gen,
                     std::int64_t attention_size = 0, DType dtype = Float32);
 
-  // keys = W_k h: one recorded GEMM over all B*S encoder states.
-  AttentionKeys precompute(const Tensor& encoder_states, const Tensor& mask) const;
+  // keys = W_k h: one recorded GEMM over all B*S encoder states. `keys_by`, when
+  // not empty, is W_k prepared already (an int8 model's, for steps that record
+  // nothing), and multiplies the states in its place.
+  AttentionKeys precompute(const Tensor& encoder_states, const Tensor& mask, const PackedLinear& keys_by = {}) const;
   // One decoder step: query (B, Hq) against the precomputed keys.
   AttentionOutput step(const Tensor& query, const AttentionKeys& keys) const;
   // precompute + step, for a single query.
@@ -128,7 +130,8 @@ class DotProductAttention : public Module {
                       DotAttentionOptions options = {}, DType dtype = Float32);
 
   // keys = W_K h (Projected), W h (General), or h itself (Plain, no GEMM).
-  AttentionKeys precompute(const Tensor& encoder_states, const Tensor& mask) const;
+  // `keys_by` as in AdditiveAttention::precompute, for W_K or W.
+  AttentionKeys precompute(const Tensor& encoder_states, const Tensor& mask, const PackedLinear& keys_by = {}) const;
   AttentionOutput step(const Tensor& query, const AttentionKeys& keys) const;
   AttentionOutput forward(const Tensor& query, const Tensor& encoder_states, const Tensor& mask) const;
 

@@ -170,10 +170,11 @@ AdditiveAttention::AdditiveAttention(std::int64_t query_size, std::int64_t key_s
 }
 
 // keys = h W_k^T: (B, S, Hk) -> (B, S, A), one GEMM over the B*S rows, recorded.
-AttentionKeys AdditiveAttention::precompute(const Tensor& encoder_states, const Tensor& mask) const {
+AttentionKeys AdditiveAttention::precompute(const Tensor& encoder_states, const Tensor& mask,
+                                            const PackedLinear& keys_by) const {
   const char* op = "AdditiveAttention.precompute";
   Tensor m = detail::check_encoder_side(op, encoder_states, mask, key_size_, W_k);
-  return {linear(encoder_states, W_k), encoder_states, m, PackedLinear::for_steps(W_q, b)};
+  return {detail::project_keys(op, encoder_states, W_k, keys_by), encoder_states, m, PackedLinear::for_steps(W_q, b)};
 }
 
 // q = W_q s + b (one small GEMM), then the fused op.

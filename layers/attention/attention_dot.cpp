@@ -135,11 +135,13 @@ double DotProductAttention::scale() const {
 }
 
 // keys = h W_K^T or h W^T (one GEMM over the B*S rows, recorded), or h itself.
-AttentionKeys DotProductAttention::precompute(const Tensor& encoder_states, const Tensor& mask) const {
+AttentionKeys DotProductAttention::precompute(const Tensor& encoder_states, const Tensor& mask,
+                                              const PackedLinear& keys_by) const {
   const char* op = "DotProductAttention.precompute";
   const Tensor& weight = options_.score == DotScore::General ? W : W_K;  // undefined for plain
   Tensor m = detail::check_encoder_side(op, encoder_states, mask, key_size_, weight);
-  Tensor keys = weight.defined() ? linear(encoder_states, weight) : encoder_states;
+  if (!keys_by.empty() && !weight.defined()) fail("{}: plain dot scores have no key projection to prepare", op);
+  Tensor keys = weight.defined() ? detail::project_keys(op, encoder_states, weight, keys_by) : encoder_states;
   const bool projected = options_.score == DotScore::Projected;
   return {keys, encoder_states, m, projected ? PackedLinear::for_steps(W_Q, Tensor()) : PackedLinear()};
 }

@@ -14,10 +14,10 @@
 // value scale_n * q[n, k] (float32), so that anything that reads parameters (the
 // composed oracles, explain, a loss) sees the int8 model's own weights; and the
 // int8 values, packed for the decoder's products (Int8Weights). Decoding (no
-// gradient recorded) multiplies in int8 where the products repeat: the encoder
-// LSTM (input and recurrent products), the decoder cell, the attention's query
-// projection, W_c and W_out. The once-per-sentence products (bridges, the
-// attention's keys) run in float32 on the dequantized weights.
+// gradient recorded) multiplies in int8: the encoder LSTM (input and recurrent
+// products), the attention's keys (once per batch) and query projection, the
+// decoder cell, W_c and W_out. Only the bridges (two small products per batch)
+// run in float32, on the dequantized weights.
 //
 // On disk (model.safetensors of an int8 model directory, config.json "weights": "int8"):
 //   NAME         I8  (n, k)   q, in [-127, 127]

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "autograd/ops.hpp"
 #include "core/random.hpp"
 #include "core/tensor.hpp"
 #include "layers/attention/attention.hpp"
@@ -50,6 +51,19 @@ inline StepDims check_step(const char* op, const Tensor& query_proj, const Tenso
 inline Tensor init_uniform(const Shape& shape, std::int64_t fan_in, Generator& gen, DType dtype) {
   const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
   return uniform(shape, -bound, bound, gen, dtype);
+}
+
+// keys = W h_j for every encoder state: (B, S, Hk) -> (B, S, d), by linear(), or
+// by `keys_by` (W prepared already: an int8 model's, for steps that record
+// nothing) when it is not empty. Error when keys_by does not give d = W's rows.
+inline Tensor project_keys(const char* op, const Tensor& states, const Tensor& weight, const PackedLinear& keys_by) {
+  if (keys_by.empty()) return linear(states, weight);
+  const std::int64_t B = states.size(0), S = states.size(1);
+  Tensor keys = keys_by.forward(reshape(states, Shape{B * S, states.size(2)}));  // (B*S, d)
+  if (keys.size(1) != weight.size(0))
+    fail("{}: the prepared key projection gives {} values a state, the layer's W has {} rows", op, keys.size(1),
+         weight.size(0));
+  return reshape(keys, Shape{B, S, keys.size(1)});
 }
 
 // The module-level checks of precompute(): encoder states (B, S, key_size), a

@@ -217,3 +217,30 @@ TEST_CASE("load_int8 refuses a malformed weights file, naming the file and the p
     CHECK(target.int8() == nullptr);  // nothing half-made
   }
 }
+
+TEST_CASE("precompute's keys_by: an int8 W_k gives the keys near linear()'s; a W of another size is refused") {
+  Generator gen(13);
+  nn::AdditiveAttention attn(6, 8, gen, 5);
+  const Tensor states = uniform({2, 3, 8}, -1, 1, gen, Float32), mask = ones({2, 3}, Float32);
+  NoGradGuard no_grad;
+  const std::vector<double> plain = attn.precompute(states, mask).keys.to_vector();
+  const blas::QuantizedRows q = blas::quantize_rows(attn.W_k.data<float>(), 5, 8, 8);
+  auto packed = std::make_shared<const blas::PackedMatrix>(blas::PackedMatrix::from_int8(q.values.data(), q.scales.data(), 5, 8));
+  const Tensor keys = attn.precompute(states, mask, nn::PackedLinear::from_packed(packed, Tensor())).keys;
+  CHECK(keys.shape() == Shape{2, 3, 5});
+  const std::vector<double> int8 = keys.to_vector();
+  double worst = 0, largest = 0;
+  for (std::size_t i = 0; i < plain.size(); ++i) {
+    worst = std::max(worst, std::abs(int8[i] - plain[i]));
+    largest = std::max(largest, std::abs(plain[i]));
+  }
+  CHECK(worst > 0);
+  CHECK(worst < 0.03 * largest);
+  const blas::QuantizedRows other = blas::quantize_rows(attn.W_k.data<float>(), 4, 8, 8);
+  auto four = std::make_shared<const blas::PackedMatrix>(
+      blas::PackedMatrix::from_int8(other.values.data(), other.scales.data(), 4, 8));
+  CHECK_THROWS_WITH_AS(attn.precompute(states, mask, nn::PackedLinear::from_packed(four, Tensor())),
+                       "AdditiveAttention.precompute: the prepared key projection gives 4 values a state, the layer's "
+                       "W has 5 rows",
+                       Error);
+}
