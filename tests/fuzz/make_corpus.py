@@ -26,7 +26,7 @@ def safetensors(tensors, metadata=None, pad=True):
     """tensors: list of (name, dtype, shape, values); data laid out in list order."""
     header, data = {}, b""
     for name, dtype, shape, values in tensors:
-        fmt = "<%d%s" % (len(values), "f" if dtype == "F32" else "d")
+        fmt = "<%d%s" % (len(values), {"F32": "f", "F64": "d", "I8": "b"}[dtype])
         blob = struct.pack(fmt, *values)
         header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(data), len(data) + len(blob)]}
         data += blob
@@ -49,6 +49,9 @@ def seeds_safetensors():
     put("safetensors", "bad_dtype", good.replace(b'"F32"', b'"I32"'))
     overlap = safetensors(two).replace(b'"data_offsets":[16,40]', b'"data_offsets":[10,34]')
     put("safetensors", "overlapping_offsets", overlap)
+    # an int8 model's layout (models/quantize/quantize.hpp): NAME as I8, NAME.scale as F32
+    int8 = [("w.scale", "F32", [2], [0.5, 0.25]), ("w", "I8", [2, 3], [-127, 0, 5, 127, -1, 2]), ("e", "I8", [3], [1, 2, 3])]
+    put("safetensors", "int8_weights", safetensors(int8, {"weights": "int8"}))
 
 
 def mo(entries, big_endian=False):

@@ -18,6 +18,13 @@ void check_same(const SafetensorsFile& a, const SafetensorsFile& b, std::string_
   if (a.metadata != b.metadata) finding(fmt::format("{}: the metadata differs", what));
   if (a.tensors.size() != b.tensors.size())
     finding(fmt::format("{}: {} tensors, then {}", what, a.tensors.size(), b.tensors.size()));
+  if (a.int8.size() != b.int8.size()) finding(fmt::format("{}: {} int8 arrays, then {}", what, a.int8.size(), b.int8.size()));
+  for (const auto& [name, q] : a.int8) {
+    auto it = b.int8.find(name);
+    if (it == b.int8.end()) finding(fmt::format("{}: int8 array '{}' is missing", what, name));
+    if (!(q.shape == it->second.shape) || q.values != it->second.values)
+      finding(fmt::format("{}: int8 array '{}' differs", what, name));
+  }
   for (const auto& [name, t] : a.tensors) {
     auto it = b.tensors.find(name);
     if (it == b.tensors.end()) finding(fmt::format("{}: tensor '{}' is missing", what, name));
@@ -49,7 +56,7 @@ int fuzz_safetensors(const std::uint8_t* data, std::size_t size) {
   // Whatever loads saves and loads back the same.
   const std::string again = scratch_path("fuzz-again.safetensors");
   try {
-    save_safetensors(again, loaded.tensors, loaded.metadata);
+    save_safetensors(again, loaded.tensors, loaded.metadata, loaded.int8);
   } catch (const Error& e) {
     expected(e);
     return 0;  // e.g. a name that is not valid UTF-8 (JSON \u escapes decode to such bytes)
