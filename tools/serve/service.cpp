@@ -220,7 +220,8 @@ std::string Service::models() const {
                      {"report_align", !f.alignments.empty()},
                      {"replace_unk", f.replace_unk}}},
                    {"attention", std::string(attention_name(m->copies.model().config.attention))},
-                   {"copies", m->copies.size()}});
+                   {"copies", m->copies.size()},
+                   {"weights", m->copies.model().int8 ? "int8" : "float32"}});
   }
   return dump(out);
 }

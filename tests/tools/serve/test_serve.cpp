@@ -11,6 +11,7 @@
 #include "core/io/file_io.hpp"
 #include "models/data/tokenizer.hpp"
 #include "models/eval/evaluation.hpp"
+#include "models/quantize/quantize_dir.hpp"
 #include "tests/support/cli_child.hpp"
 #include "tests/support/translate_cli.hpp"
 #include "tests/tools/serve/serve_child.hpp"
@@ -137,6 +138,7 @@ TEST_CASE("serve translates as attend translate does, with OpenNMT-py's answer s
   CHECK(j[0]["models"] == Json::array({m.additive}));
   CHECK(j[0]["attention"] == "additive");
   CHECK(j[0]["copies"] == 1);
+  CHECK(j[0]["weights"] == "float32");
   CHECK(j[0]["opt"]["beam_size"] == 1);
   CHECK(j[1]["model_id"] == 1);
   CHECK(j[1]["attention"] == "none");
@@ -365,4 +367,23 @@ TEST_CASE("serve --model-id numbers the models as an OpenNMT-py configuration do
     CHECK(contains(r.err, message));
     CHECK(r.out == "");
   }
+}
+
+TEST_CASE("serve decodes an int8 model (attend quantize) as attend translate does, and says its weights are int8") {
+  Models m;
+  const std::string int8 = m.scratch.path("int8");
+  quantize_model_dir(m.additive, int8, false);
+  std::string input;
+  for (const std::string& s : kSentences) input += s + "\n";
+  const std::vector<std::string> want = lines_of(run_translate({"--model", int8, "--quiet"}, &input));
+  ServeChild server(m.scratch, {"--model", int8});
+  httplib::Client c = server.client();
+  const Json models = Json::parse(get(c, "/translator/models").body);
+  CHECK(models[0]["weights"] == "int8");
+  const Answer a = post(c, "/translator/translate", translate_body(kSentences));
+  REQUIRE(a.status == 200);
+  const Json j = Json::parse(a.body);
+  REQUIRE(j[0].size() == want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) CHECK(j[0][i]["tgt"] == want[i]);
+  CHECK(server.stop().exit_code == 0);
 }
