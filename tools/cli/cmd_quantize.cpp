@@ -34,7 +34,7 @@ void add_quantize_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("quantize", "Make an int8 copy of a trained model, for faster decoding");
   cmd->footer(
       "Every weight matrix (LSTM, attention, W_c, the output projection) becomes int8 with a float32 scale per row;\n"
-      "decoding then quantizes the activations row by row at each product (docs/performance.md, int8 decoding).\n"
+      "decoding then quantizes the activations row by row at each product (docs/translating.md, int8 models).\n"
       "The embeddings and biases stay float32. The result is a model directory like any other: translate, eval and\n"
       "serve read it; it ensembles and averages only with other int8 models, and it is not trained further.\n"
       "OUT_DIR is written beside itself and moved in place once it loads; an existing one is only replaced with\n"

@@ -218,7 +218,7 @@ TEST_CASE("load_int8 refuses a malformed weights file, naming the file and the p
   }
 }
 
-TEST_CASE("precompute's keys_by: an int8 W_k gives the keys near linear()'s; a W of another size is refused") {
+TEST_CASE("precompute's keys_by: an int8 W_k gives the keys near linear()'s, and a W of another size is refused") {
   Generator gen(13);
   nn::AdditiveAttention attn(6, 8, gen, 5);
   const Tensor states = uniform({2, 3, 8}, -1, 1, gen, Float32), mask = ones({2, 3}, Float32);
