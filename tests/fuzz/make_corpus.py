@@ -184,6 +184,49 @@ def seeds_serve_request():
     put("serve_request", "explain_bad", b"\x01{\"src\": 7, \"step\": 18446744073709551616, \"x\": [")
 
 
+def tiny_parameters():
+    """The parameters of config()'s tiny model (embed 4, hidden 4, 6-token vocabularies,
+    one bidirectional layer, additive attention): (name, shape, int8) in any order."""
+    out = [("source_embed.weight", [6, 4], False), ("target_embed.weight", [6, 4], False)]
+    for suffix in ("_l0", "_l0_reverse"):
+        out += [("encoder.weight_ih" + suffix, [16, 4], True), ("encoder.weight_hh" + suffix, [16, 4], True),
+                ("encoder.bias_ih" + suffix, [16], False), ("encoder.bias_hh" + suffix, [16], False)]
+    for bridge in ("bridge_h", "bridge_c"):
+        out += [(bridge + ".weight", [4, 8], True), (bridge + ".bias", [4], False)]
+    out += [("cell.weight_ih", [16, 8], True), ("cell.weight_hh", [16, 4], True), ("cell.bias_ih", [16], False),
+            ("cell.bias_hh", [16], False), ("attention.W_k", [4, 8], True), ("attention.W_q", [4, 4], True),
+            ("attention.b", [4], False), ("attention.v", [4], False), ("combine.weight", [4, 12], True),
+            ("combine.bias", [4], False), ("project.weight", [6, 4], True), ("project.bias", [6], False)]
+    return out
+
+
+def int8_weights(spoil=None):
+    """The tiny model's int8 weights file (models/quantize/quantize.hpp): NAME as I8,
+    NAME.scale as F32, the rest F32; values from a fixed pattern."""
+    tensors = []
+    for name, shape, int8 in tiny_parameters():
+        n = 1
+        for d in shape:
+            n *= d
+        if int8:
+            tensors.append((name, "I8", shape, [(i * 37) % 255 - 127 for i in range(n)]))
+            tensors.append((name + ".scale", "F32", [shape[0]], [0.01 * (r + 1) for r in range(shape[0])]))
+        else:
+            tensors.append((name, "F32", shape, [0.05 * ((i % 7) - 3) for i in range(n)]))
+    if spoil:
+        tensors = spoil(tensors)
+    return safetensors(tensors, {"weights": "int8"})
+
+
+def seeds_quantized_weights():
+    put("quantized_weights", "valid", int8_weights())
+    put("quantized_weights", "negative_scale", int8_weights(
+        lambda ts: [(n, d, s, [-v for v in vs]) if n == "project.weight.scale" else (n, d, s, vs) for n, d, s, vs in ts]))
+    put("quantized_weights", "float_matrix", int8_weights(
+        lambda ts: [(n, "F32" if n == "combine.weight" else d, s, vs) for n, d, s, vs in ts]))
+    put("quantized_weights", "missing_scale", int8_weights(lambda ts: [t for t in ts if t[0] != "cell.weight_hh.scale"]))
+
+
 for make in (seeds_safetensors, seeds_mo, seeds_corpus, seeds_vocabulary, seeds_config, seeds_trainer_state,
-             seeds_tokenizer, seeds_bleu, seeds_roundtrip, seeds_alignment, seeds_serve_request):
+             seeds_tokenizer, seeds_bleu, seeds_roundtrip, seeds_alignment, seeds_serve_request, seeds_quantized_weights):
     make()

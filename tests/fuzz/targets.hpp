@@ -30,6 +30,7 @@ int fuzz_bleu(const std::uint8_t* data, std::size_t size);            // corpus_
 int fuzz_roundtrip(const std::uint8_t* data, std::size_t size);       // save_safetensors then load: equal
 int fuzz_alignment(const std::uint8_t* data, std::size_t size);       // UnkDictionary, hard_alignment, replace_unknown
 int fuzz_serve_request(const std::uint8_t* data, std::size_t size);   // attend serve's request parser
+int fuzz_quantized_weights(const std::uint8_t* data, std::size_t size);    // load_model_dir of an int8 model with this model.safetensors
 
 struct Target {
   std::string_view name;  // the directory under tests/fuzz/corpus/ and regressions/

@@ -1,6 +1,7 @@
-// config.json (load_model_dir) and trainer_state.json (Trainer::resume): each is
-// fuzzed inside a real model directory made once per process, holding a tiny
-// model whose other files are valid, so that the input file is the only bad one.
+// config.json (load_model_dir), trainer_state.json (Trainer::resume) and an int8
+// model's model.safetensors (load_model_dir, load_int8): each is fuzzed inside a
+// real model directory made once per process, holding a tiny model whose other
+// files are valid, so that the input file is the only bad one.
 // The committed seeds (tests/fuzz/make_corpus.py) describe this same model.
 #include <filesystem>
 #include <memory>
@@ -9,6 +10,7 @@
 #include "core/random.hpp"
 #include "layers/serialize.hpp"
 #include "models/model_dir.hpp"
+#include "models/quantize/quantize.hpp"
 #include "models/train/trainer.hpp"
 #include "tests/fuzz/targets.hpp"
 
@@ -40,6 +42,17 @@ const std::string& model_dir() {
     Generator init(1);
     Seq2Seq model(config, init);
     nn::save(model, path_in(d, "model.safetensors"));
+    return d;
+  }();
+  return dir;
+}
+
+// DIR/config.json ("weights": "int8") and the vocabularies of tiny_config(); the
+// fuzz input is its model.safetensors.
+const std::string& int8_model_dir() {
+  static const std::string dir = [] {
+    const std::string d = (std::filesystem::path(scratch_dir()) / "int8model").string();
+    save_model_description(d, tiny_config(), tiny_vocab(), tiny_vocab(), TokenizerOptions{}, {{"weights", "int8"}});
     return d;
   }();
   return dir;
@@ -81,6 +94,18 @@ int fuzz_config(const std::uint8_t* data, std::size_t size) {
   try {
     const LoadedModel loaded = load_model_dir(dir);
     if (loaded.source_vocab.size() != loaded.config.source_vocab) finding("load_model_dir: vocabulary size mismatch");
+  } catch (const Error& e) {
+    expected(e);
+  }
+  return 0;
+}
+
+int fuzz_quantized_weights(const std::uint8_t* data, std::size_t size) {
+  const std::string& dir = int8_model_dir();
+  scratch_file("int8model/model.safetensors", as_text(data, size));
+  try {
+    const LoadedModel loaded = load_model_dir(dir);
+    if (!loaded.int8 || loaded.model->int8() == nullptr) finding("load_model_dir: an int8 directory loaded without int8 weights");
   } catch (const Error& e) {
     expected(e);
   }

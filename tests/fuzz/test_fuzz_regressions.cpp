@@ -89,6 +89,7 @@ TEST_CASE("fuzz replay: tokenizer") { replay_all("tokenizer"); }
 TEST_CASE("fuzz replay: bleu") { replay_all("bleu"); }
 TEST_CASE("fuzz replay: roundtrip") { replay_all("roundtrip"); }
 TEST_CASE("fuzz replay: serve_request") { replay_all("serve_request"); }
+TEST_CASE("fuzz replay: quantized_weights") { replay_all("quantized_weights"); }
 
 TEST_CASE("fuzz: a finding escapes the target") {
   // The roundtrip target's comparison is what catches a writer/reader mismatch:
