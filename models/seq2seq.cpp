@@ -187,9 +187,10 @@ Seq2Seq::Encoded Seq2Seq::encode(const Indices& source, const std::vector<std::i
                                int8_keys(dot->options().score == nn::DotScore::General ? "attention.W" : "attention.W_K"));
   else if (dot) enc.keys = dot->precompute(enc.states, enc.mask);
   enc.cell_weights = cell.step_weights(B);  // the same weights for every decoder step of this batch
-  enc.combine = nn::PackedLinear::for_steps(combine.weight, combine.bias);
-  if (int8_steps) {  // decoding an int8 model: the steps' products in int8
-    enc.combine = nn::PackedLinear::from_packed(int8_->at("combine.weight"), combine.bias);
+  // Decoding an int8 model: the steps' products in int8 (W_c is not packed in float first).
+  enc.combine = int8_steps ? nn::PackedLinear::from_packed(int8_->at("combine.weight"), combine.bias)
+                           : nn::PackedLinear::for_steps(combine.weight, combine.bias);
+  if (int8_steps) {
     if (additive) enc.keys.query = nn::PackedLinear::from_packed(int8_->at("attention.W_q"), additive->b);
     if (dot && !enc.keys.query.empty()) enc.keys.query = nn::PackedLinear::from_packed(int8_->at("attention.W_Q"), Tensor());
   }

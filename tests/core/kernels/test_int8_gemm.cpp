@@ -22,8 +22,11 @@
 #include "core/kernels/int8_gemm.hpp"
 #include "core/kernels/packed_gemm.hpp"
 #include "core/random.hpp"
+#include "tests/support/row_summary.hpp"
 
 using namespace attend;
+using attend::testing::check_summary;
+using attend::testing::summary_of;
 using blas::detail::Int8Kernel;
 
 namespace {
@@ -110,32 +113,6 @@ bool same(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0 || (std:
 bool same(const blas::RowSummary& a, const blas::RowSummary& b) {
   return same(a.max, b.max) && a.best == b.best && same(a.best_value, b.best_value) &&
          (std::memcmp(&a.exp_sum, &b.exp_sum, sizeof a.exp_sum) == 0 || (std::isnan(a.exp_sum) && std::isnan(b.exp_sum)));
-}
-
-// One row's summary from its stored values, one pass each (as test_packed_epilogue's oracle).
-blas::RowSummary summary_of(const float* z, std::int64_t n, std::int64_t skip) {
-  blas::RowSummary s;
-  for (std::int64_t j = 0; j < n; ++j)
-    if (z[j] > s.max) s.max = z[j];
-  for (std::int64_t j = 0; j < n; ++j) s.exp_sum += std::exp(static_cast<double>(z[j]) - static_cast<double>(s.max));
-  for (std::int64_t j = 0; j < n; ++j)
-    if (j != skip && z[j] > s.best_value) {
-      s.best_value = z[j];
-      s.best = j;
-    }
-  return s;
-}
-
-void check_summary(const blas::RowSummary& got, const blas::RowSummary& want) {
-  CHECK(got.max == want.max);
-  CHECK(got.best == want.best);
-  CHECK(got.best_value == want.best_value);
-  if (want.max == -kInf) return;  // the sum means nothing (RowSummary)
-  if (std::isnan(want.exp_sum)) {
-    CHECK(std::isnan(got.exp_sum));
-  } else {
-    CHECK(got.exp_sum == doctest::Approx(want.exp_sum).epsilon(1e-5));
-  }
 }
 
 // Every path against the oracle, bit for bit (the stride's padding untouched),

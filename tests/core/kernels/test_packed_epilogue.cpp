@@ -19,8 +19,11 @@
 #include "core/kernels/detail/packed_gemm_detail.hpp"
 #include "core/kernels/packed_gemm.hpp"
 #include "core/random.hpp"
+#include "tests/support/row_summary.hpp"
 
 using namespace attend;
+using attend::testing::check_summary;
+using attend::testing::summary_of;
 using blas::detail::PackedKernel;
 
 namespace {
@@ -38,35 +41,6 @@ std::vector<PackedKernel> kernels_here() {
   for (PackedKernel k : {PackedKernel::Avx512, PackedKernel::Avx2, PackedKernel::Baseline})
     if (blas::detail::packed_kernel_runs(k)) out.push_back(k);
   return out;
-}
-
-// The oracle's summary of one row z (n), by one pass each.
-blas::RowSummary summary_of(const float* z, std::int64_t n, std::int64_t skip) {
-  blas::RowSummary s;
-  for (std::int64_t j = 0; j < n; ++j)
-    if (z[j] > s.max) s.max = z[j];  // NaN passed over
-  for (std::int64_t j = 0; j < n; ++j)
-    s.exp_sum += std::exp(static_cast<double>(z[j]) - static_cast<double>(s.max));
-  for (std::int64_t j = 0; j < n; ++j)
-    if (j != skip && z[j] > s.best_value) {
-      s.best_value = z[j];
-      s.best = j;
-    }
-  return s;
-}
-
-// The kernel's summary of a row against the oracle's summary of the row the
-// kernel wrote: the same maximum and best column exactly, the sum to float's precision.
-void check_summary(const blas::RowSummary& got, const blas::RowSummary& want) {
-  CHECK(got.max == want.max);
-  CHECK(got.best == want.best);
-  CHECK(got.best_value == want.best_value);
-  if (want.max == -kInf) return;  // no value above -inf: the sum means nothing (RowSummary)
-  if (std::isnan(want.exp_sum)) {
-    CHECK(std::isnan(got.exp_sum));
-  } else {
-    CHECK(got.exp_sum == doctest::Approx(want.exp_sum).epsilon(1e-5));
-  }
 }
 
 // y = x @ W^T + bias + beta * y0 with summaries, by every kernel, against the
